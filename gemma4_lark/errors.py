@@ -1,0 +1,241 @@
+"""The one error type of the strict parser, the diagnostics of validation, and the translation of
+Lark's exceptions into messages a person can act on.
+
+A message is chosen from three facts Lark gives: where the parse stopped, which terminals the
+parser state would have accepted there, and what stood there instead (a terminal of the grammar, or
+no terminal at all). Terminal names come from the grammar; nothing here re-states its patterns.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import lark
+from lark.parsers.lalr_parser_state import ParserState
+
+from .grammar import literal_terminals, terminal_literal
+from .tokens import STRING_DELIMITER
+
+# Terminals that can begin a value, and so are expected wherever a value may stand.
+_VALUE_STARTS = {"STRING", "INTEGER", "FLOAT", "BARE_WORD", "LBRACE", "LBRACKET"}
+# Tokens that end a brace block, and everything that ends some enclosing structure.
+_BRACE_BLOCK_CLOSERS = {"TOOL_CALL_CLOSE", "TOOL_RESPONSE_CLOSE", "TOOL_CLOSE"}
+_BLOCK_CLOSERS = _BRACE_BLOCK_CLOSERS | {"CHANNEL_CLOSE"}
+_CLOSERS = _BLOCK_CLOSERS | {"TURN_CLOSE", "EOS"}
+_HEAD_KEYWORDS = {"CALL_KEYWORD", "RESPONSE_KEYWORD", "DECLARATION_KEYWORD"}
+# Characters that begin something that looks like a number (SPEC §3: `[+-]?[0-9.]`).
+_NUMBER_LIKE = "+-.0123456789"
+# Characters that end a malformed number's excerpt.
+_EXCERPT_END = " \t\r\n,{}[]<:"
+
+
+class GemmaSyntaxError(ValueError):
+    """Text that is not in the language.
+
+    Attributes: `line` and `column` (1-based), `pos` (0-based character offset), `expected`
+    (readable names of what the grammar would have accepted), `text` (the offending text),
+    `message` (one line), `source_line` (the line of input the error is on).
+    """
+
+    def __init__(self, message: str, *, source: str, pos: int, expected=(), text: str = ""):
+        self.message = message
+        self.pos = pos
+        self.line, self.column = line_and_column(source, pos)
+        self.expected = list(expected)
+        self.text = text
+        start = source.rfind("\n", 0, pos) + 1
+        end = source.find("\n", pos)
+        self.source_line = source[start:] if end < 0 else source[start:end]
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        caret = " " * (self.column - 1) + "^"
+        return f"line {self.line}, column {self.column}: {self.message}\n{self.source_line}\n{caret}"
+
+    def __reduce__(self):  # keep the exception picklable for multiprocessing users
+        return (_rebuild, (type(self), self.__dict__))
+
+
+def _rebuild(cls, state):
+    err = cls.__new__(cls)
+    err.__dict__.update(state)
+    ValueError.__init__(err, str(err))
+    return err
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One finding of `validate` (or of a lenient decode): severity "error" or "warning"."""
+
+    severity: str
+    code: str
+    message: str
+    line: int
+    column: int
+    pos: int
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+    def format(self, filename: str = "<input>") -> str:
+        return f"{filename}:{self.line}:{self.column}: {self.severity}: {self.message}"
+
+    @classmethod
+    def from_error(cls, err: GemmaSyntaxError, offset: int = 0, source: str | None = None):
+        pos = err.pos + offset
+        line, column = line_and_column(source, pos) if source is not None else (err.line, err.column)
+        return cls("error", "syntax", err.message, line, column, pos)
+
+
+def line_and_column(source: str, pos: int) -> tuple[int, int]:
+    """1-based line and column of a 0-based offset."""
+    line = source.count("\n", 0, pos) + 1
+    column = pos - (source.rfind("\n", 0, pos) + 1) + 1
+    return line, column
+
+
+def readable(name: str) -> str:
+    """A terminal's name as a person reads it: its literal in backticks, or its name in words."""
+    if name == "$END":
+        return "end of input"
+    literal = terminal_literal(name)
+    if literal is not None:
+        return "`" + literal.replace("\n", "\\n") + "`"
+    return name.lower().replace("_", " ")
+
+
+def _found_terminal(source: str, pos: int) -> str | None:
+    """The fixed-string terminal that starts at `pos`, if any (the longest)."""
+    best = None
+    for literal, name in literal_terminals().items():
+        if source.startswith(literal, pos) and (best is None or len(literal) > len(best[0])):
+            best = (literal, name)
+    return best[1] if best else None
+
+
+def _excerpt(source: str, pos: int) -> str:
+    end = pos + 1
+    while end < len(source) and source[end] not in _EXCERPT_END and end - pos < 40:
+        end += 1
+    return source[pos:end]
+
+
+def _describe(found: str | None, found_text: str, expected: set[str], previous: str) -> str:
+    """The one-line message for an error: the specific cases first, then the general one.
+
+    `previous` is the last character before the error that is not whitespace.
+    """
+    want = sorted(expected)
+    if found_text.startswith(STRING_DELIMITER) and "STRING" in expected:
+        return f"unterminated string: the `{STRING_DELIMITER}` that opens it is never closed"
+    if found_text.startswith('"') and expected & ({"KEY", "STRING"} | _VALUE_STARTS):
+        return f"JSON-quoted string: strings are written between `{STRING_DELIMITER}` delimiters, not `\"`"
+    if found_text.startswith("=") and "COLON" in expected:
+        return "`=` instead of `:` between a key and its value"
+    if found_text[:1] and found_text[0] in _NUMBER_LIKE and expected & {"INTEGER", "FLOAT"}:
+        return f"malformed number `{found_text}`: a value that starts like a number must be a decimal number"
+    if found == "$END":
+        closers = [n for n in want if n in _BLOCK_CLOSERS or n in {"RBRACE", "RBRACKET"}]
+        if closers:
+            return f"missing {readable(closers[0])}: the input ends first"
+        return "unexpected end of input; expected " + _alternatives(want)
+    if expected & _HEAD_KEYWORDS and found not in _HEAD_KEYWORDS:
+        keyword = next(iter(expected & _HEAD_KEYWORDS))
+        return f"missing {readable(keyword)} at the start of the block"
+    if found in _CLOSERS and expected & _BLOCK_CLOSERS:
+        closer = sorted(expected & _BLOCK_CLOSERS)[0]
+        return f"wrong closer {readable(found)}: this block is closed by {readable(closer)}"
+    if found == "CHANNEL_CLOSE":
+        return f"{readable(found)} closes no thought: nothing opened one"
+    if found == "RBRACKET" and "RBRACE" in expected or found == "RBRACE" and "RBRACKET" in expected:
+        return f"unbalanced brackets: {readable(found)} where {readable(next(iter(expected & {'RBRACE', 'RBRACKET'})))} is needed"
+    if found in {"RBRACE", "RBRACKET", "COMMA"} and previous == ":" and expected & _VALUE_STARTS:
+        return f"missing value: {readable(found)} right after `:`"
+    if found in {"RBRACE", "RBRACKET"} and previous == "," and expected & ({"KEY"} | _VALUE_STARTS):
+        return f"trailing comma before {readable(found)}"
+    if found == "COMMA" and expected & ({"KEY"} | _VALUE_STARTS):
+        return "empty member: a comma with nothing before it"
+    if found in {"RBRACE", "RBRACKET"} and expected <= _CLOSERS | {"$END"}:
+        return f"unbalanced brackets: {readable(found)} closes nothing"
+    if expected & _BRACE_BLOCK_CLOSERS and not expected & {"RBRACE", "RBRACKET", "COMMA"}:
+        closer = sorted(expected & _BRACE_BLOCK_CLOSERS)[0]
+        return f"text after the closing brace: expected {readable(closer)}"
+    shown = readable(found) if found else "`" + found_text + "`"
+    if want in ([], ["$END"]):
+        return f"unexpected {shown} where the input should end"
+    return f"unexpected {shown}; expected {_alternatives(want)}"
+
+
+def _alternatives(names) -> str:
+    words = [readable(n) for n in names]
+    if len(words) <= 1:
+        return "".join(words) or "nothing more"
+    return ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _viable(exc: lark.exceptions.UnexpectedInput, candidates: set[str]) -> set[str]:
+    """Of `candidates`, the terminals the parser could really take next.
+
+    LALR merges look-ahead sets, so the set Lark reports can hold terminals that only fit in
+    another context (after an object that closes a call, `]` is listed too). Feeding each candidate
+    to a copy of the parser state, callbacks off, keeps the ones that fit, as Lark's own
+    `InteractiveParser.accepts` does.
+    """
+    parser_state = exc.interactive_parser.parser_state if exc.interactive_parser else exc.state
+    if not isinstance(parser_state, ParserState):
+        return candidates
+    conf = copy.copy(parser_state.parse_conf)
+    conf.callbacks = {name: _ignore for name in conf.callbacks}
+    viable = set()
+    for name in candidates:
+        trial = parser_state.copy(deepcopy_values=False)
+        trial.parse_conf = conf
+        try:
+            trial.feed_token(lark.Token(name, ""), is_end=name == "$END")
+        except lark.exceptions.UnexpectedToken:
+            continue
+        viable.add(name)
+    return viable or candidates
+
+
+def _ignore(*_args):
+    return None
+
+
+def from_lark(exc: lark.exceptions.UnexpectedInput, source: str) -> GemmaSyntaxError:
+    """Translate a Lark exception raised while parsing `source`."""
+    if isinstance(exc, lark.exceptions.UnexpectedToken) and exc.token.type != "$END":
+        pos = exc.token.start_pos
+        found = exc.token.type
+        if found == "TEXT" or found not in literal_terminals().values():
+            # A pattern terminal of another lexer state (often the catch-all TEXT) matched here;
+            # what the person wrote is better described character by character.
+            found = _found_terminal(source, pos)
+        expected = set(exc.expected)
+    elif isinstance(exc, lark.exceptions.UnexpectedToken):  # end of input
+        pos = len(source.rstrip(" \t\r\n"))
+        found = "$END"
+        expected = set(exc.expected)
+    elif isinstance(exc, lark.exceptions.UnexpectedCharacters):
+        pos = exc.pos_in_stream
+        found = _found_terminal(source, pos)
+        expected = set(exc.allowed or ())
+    else:  # UnexpectedEOF
+        pos = len(source)
+        found = "$END"
+        expected = set(getattr(exc, "expected", ()) or ())
+    expected.discard("WS")
+    if "<END-OF-FILE>" in expected:  # Lark's name for the end in a lexer state with no terminals
+        expected = (expected - {"<END-OF-FILE>"}) | {"$END"}
+    expected = _viable(exc, expected)
+    found_text = "" if found == "$END" else (terminal_literal(found) if found and terminal_literal(found) else _excerpt(source, pos))
+    previous = source[:pos].rstrip(" \t\r\n")[-1:]
+    message = _describe(found, found_text, expected, previous)
+    return GemmaSyntaxError(
+        message,
+        source=source,
+        pos=pos,
+        expected=[readable(n) for n in sorted(expected)],
+        text=found_text,
+    )

@@ -1,0 +1,170 @@
+"""A lean driver for the LALR tables Lark builds from the grammar.
+
+Lark's own loop is general (line counting, eight-field tokens, parse-tree wrappers, interactive
+parsing); a 130-character block costs about 100 µs in it here. This driver runs the very same
+tables and contextual-lexer patterns with only what a parse needs: a position, the state stack and
+the value stack. It knows nothing of the grammar itself: what a rule or a terminal turns into is
+asked of a builder object, by name, exactly as a Lark inline transformer would be:
+
+* a rule calls the builder's method named after the rule's alias or name, with the rule's children
+  (terminals whose names start with `_` left out, rules whose names start with `_` spliced in, and a
+  `?rule` with one child replaced by that child), the conventions of Lark's parse-tree builder;
+* a terminal calls the builder's method of the terminal's name, if it has one, with its text and
+  position; other terminals stand for themselves as plain strings.
+
+It only ever accepts: on input it cannot take, it hands the input to Lark's own parser, whose
+exception (position, expected terminals, parser state) is what error messages are made from. The
+test suite checks both paths agree on every input it has.
+"""
+
+from __future__ import annotations
+
+import lark
+from lark.parsers.lalr_analysis import Shift
+
+
+class _Rejected(Exception):
+    """The driver cannot take the input; Lark will say why."""
+
+
+class _Spliced(list):
+    """The children of an inlined `_rule`, to be spliced into its parent's children."""
+
+
+def _reducer(rule, builder):
+    """The function that turns a rule's children (a list) into its value."""
+    kept = [
+        (i, not sym.is_term and sym.name.startswith("_"))
+        for i, sym in enumerate(rule.expansion)
+        if not (sym.is_term and sym.filter_out)
+    ]
+    name = rule.alias or rule.origin.name
+    if name.startswith("_"):
+        build = _Spliced
+    else:
+        method = getattr(builder, name, None)
+        expand1 = rule.options.expand1 and not rule.alias
+        if method is None and not (expand1 and len(kept) == 1):
+            raise TypeError(f"{type(builder).__name__} has no method for rule {name!r}")
+        if method is None:
+            def build(children):
+                return children[0]
+        elif expand1:
+            def build(children, method=method):
+                return children[0] if len(children) == 1 else method(*children)
+        else:
+            def build(children, method=method):
+                return method(*children)
+    if len(kept) == len(rule.expansion) and not any(splice for _, splice in kept):
+        return build
+
+    def reduce(children):
+        values = []
+        for i, splice in kept:
+            if splice:
+                values.extend(children[i])
+            else:
+                values.append(children[i])
+        return build(values)
+
+    return reduce
+
+
+class LeanLALR:
+    """Parse with the tables of `parser` (a `lark.Lark` built with lexer="contextual"), building
+    values with `builder`."""
+
+    def __init__(self, parser: lark.Lark, builder):
+        self.lark = parser
+        self.builder = builder
+        frontend = parser.parser
+        table = frontend.parser.parser.parse_table
+        self.start_states = table.start_states
+        self.end_states = table.end_states
+        # The action table with everything a step needs resolved in advance:
+        # shift -> (None, next state, the terminal's builder method or None);
+        # reduce -> (number of children, the rule's reducer, the rule's name).
+        reducers = {}
+        # States are numbered 0..n-1; lists index faster than dicts.
+        actions = [None] * len(table.states)
+        for state, row in table.states.items():
+            actions[state] = entries = {}
+            for symbol, (kind, arg) in row.items():
+                if kind is Shift:
+                    entries[symbol] = (None, arg, getattr(builder, symbol, None) if symbol.isupper() else None)
+                else:
+                    if arg not in reducers:
+                        reducers[arg] = _reducer(arg, builder)
+                    entries[symbol] = (len(arg.expansion), reducers[arg], arg.origin.name)
+        self.actions = actions
+        # Per parser state: the compiled alternation of the terminals the lexer accepts there,
+        # the types it ignores, and the keywords that a pattern match may turn out to be.
+        self.lexers = [None] * len(table.states)
+        for state, basic in frontend.lexer.lexers.items():
+            scanner = basic.scanner  # built on first access
+            if len(scanner._mres) != 1:  # pragma: no cover - the grammar's patterns fit one regex
+                raise RuntimeError("a lexer state needs more than one regex; use Lark's parser")
+            keywords = {type_: retype.scanner.fullmatch for type_, retype in basic.callback.items()}
+            self.lexers[state] = (scanner._mres[0].match, basic.ignore_types, keywords)
+
+    def parse(self, text: str, start: str):
+        try:
+            return self._run(text, start)
+        except _Rejected:
+            self.lark.parse(text, start=start)  # raises the precise UnexpectedInput
+            raise AssertionError(f"Lark accepts what the lean driver rejected: {text!r}") from None
+
+    def _run(self, text: str, start: str):
+        actions = self.actions
+        lexers = self.lexers
+        end_state = self.end_states[start]
+        state = self.start_states[start]
+        state_stack = [state]
+        value_stack = []
+        pos = 0
+        length = len(text)
+        while True:
+            if pos < length:
+                match, ignore, keywords = lexers[state]
+                m = match(text, pos)
+                if m is None:
+                    raise _Rejected
+                type_ = m.lastgroup
+                end = m.end()
+                if type_ in ignore:
+                    pos = end
+                    continue
+                value = m.group()
+                if type_ in keywords:
+                    type_ = keywords[type_](value) or type_
+                token_pos = pos
+                pos = end
+            else:
+                type_ = "$END"
+                value = ""
+                token_pos = pos
+            while True:
+                action = actions[state].get(type_)
+                if action is None:
+                    raise _Rejected
+                size, arg, callback = action
+                if size is None:  # shift
+                    state = arg
+                    state_stack.append(state)
+                    value_stack.append(value if callback is None else callback(value, token_pos))
+                    break
+                if size == 1:
+                    children = [value_stack.pop()]
+                    state_stack.pop()
+                elif size:
+                    children = value_stack[-size:]
+                    del state_stack[-size:]
+                    del value_stack[-size:]
+                else:
+                    children = []
+                result = arg(children)
+                state = actions[state_stack[-1]][callback][1]
+                state_stack.append(state)
+                value_stack.append(result)
+                if type_ == "$END" and state == end_state:
+                    return result

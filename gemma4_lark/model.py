@@ -1,0 +1,134 @@
+"""What a parse returns: small frozen dataclasses for blocks, document parts and turns.
+
+They hold plain Python values (str, int, float, bool, None, list, dict), never parser tokens, so they
+compare, print and serialise like the data they stand for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """`<|tool_call>call:NAME{...}<tool_call|>`: one call the model made."""
+
+    name: str
+    arguments: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolResponse:
+    """`<|tool_response>response:NAME{...}<tool_response|>`: one tool result in a prompt."""
+
+    name: str
+    fields: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolDeclaration:
+    """`<|tool>declaration:NAME{...}<tool|>`: one tool declared in the system turn."""
+
+    name: str
+    fields: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Text:
+    """Free text between structural tokens, every byte kept."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Thought:
+    """`<|channel>thought\\n...<channel|>`: the model's reasoning (the text between the markers,
+    without the newline that follows `thought`)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class StopMarker:
+    """The token that ended a model output: `<|tool_response>`, `<turn|>` or `<eos>`."""
+
+    marker: str
+
+
+@dataclass(frozen=True)
+class AwaitingResponse:
+    """A bare `<|tool_response>` in a model turn: calls were made, their results are not in yet."""
+
+
+@dataclass(frozen=True)
+class ThinkSwitch:
+    """`<|think|>`: thinking is switched on (top of the system turn)."""
+
+
+@dataclass(frozen=True)
+class Media:
+    """A media placeholder: `kind` is "image", "audio" or "video"."""
+
+    kind: str
+
+
+Part = Union[
+    Text, Thought, ToolCall, ToolResponse, ToolDeclaration, StopMarker, AwaitingResponse,
+    ThinkSwitch, Media,
+]
+
+
+@dataclass(frozen=True)
+class ModelOutput:
+    """A whole model output: text, thoughts and calls in order, then the stop marker if any."""
+
+    parts: list = field(default_factory=list)
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        return [p for p in self.parts if isinstance(p, ToolCall)]
+
+    @property
+    def stop(self) -> str | None:
+        last = self.parts[-1] if self.parts else None
+        return last.marker if isinstance(last, StopMarker) else None
+
+
+@dataclass(frozen=True)
+class Turn:
+    """`<|turn>ROLE\\n...<turn|>`; `closed` is False for a turn left open (a generation prompt,
+    or a model turn waiting for tool results)."""
+
+    role: str
+    parts: list = field(default_factory=list)
+    closed: bool = True
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """A whole prompt or conversation."""
+
+    turns: list = field(default_factory=list)
+    bos: bool = True
+
+
+def to_jsonable(obj: Any) -> Any:
+    """A parse result as JSON-ready data: each part becomes {"type": ..., fields...}."""
+    if isinstance(obj, (ModelOutput,)):
+        return {"type": "model_output", "parts": [to_jsonable(p) for p in obj.parts]}
+    if isinstance(obj, Transcript):
+        return {"type": "transcript", "bos": obj.bos, "turns": [to_jsonable(t) for t in obj.turns]}
+    if isinstance(obj, Turn):
+        return {"role": obj.role, "closed": obj.closed, "parts": [to_jsonable(p) for p in obj.parts]}
+    kinds = {
+        ToolCall: "tool_call", ToolResponse: "tool_response", ToolDeclaration: "tool_declaration",
+        Text: "text", Thought: "thought", StopMarker: "stop", AwaitingResponse: "awaiting_response",
+        ThinkSwitch: "think", Media: "media",
+    }
+    kind = kinds.get(type(obj))
+    if kind is None:
+        return obj
+    data = {"type": kind}
+    data.update(obj.__dict__)
+    return data

@@ -1,0 +1,93 @@
+"""The strict parser: one function per start rule of the grammar.
+
+Each function accepts exactly the language of `grammar/gemma4.lark` and raises `GemmaSyntaxError`
+for anything else. The two Lark parsers are built once per process (from Lark's cache when it has
+one) on first use.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import lark
+
+from . import grammar
+from .errors import GemmaSyntaxError, from_lark
+from .lalr import LeanLALR
+from .model import ModelOutput, ToolCall, ToolDeclaration, ToolResponse, Thought, Transcript
+from .values import Build, DepthExceeded, ParseState, current
+
+DEFAULT_MAX_DEPTH = 512
+
+
+@functools.lru_cache(maxsize=1)
+def block_parser() -> LeanLALR:
+    """The parser for the block start rules (its lexer knows nothing of free text)."""
+    return LeanLALR(grammar.build(grammar.BLOCK_STARTS), Build())
+
+
+@functools.lru_cache(maxsize=1)
+def document_parser() -> LeanLALR:
+    """The parser for thoughts, model outputs and transcripts."""
+    return LeanLALR(grammar.build(grammar.DOCUMENT_STARTS), Build())
+
+
+def parse(text: str, start: str, *, max_depth: int = DEFAULT_MAX_DEPTH, duplicates: list | None = None):
+    """Parse `text` with the grammar's start rule `start`; the value built by the transformer.
+
+    `duplicates`, when given, receives (key, pos) for every repeated key in an object.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"expected str, got {type(text).__name__}")
+    parser = block_parser() if start in grammar.BLOCK_STARTS else document_parser()
+    state = ParseState(max_depth=max_depth)
+    token = current.set(state)
+    try:
+        result = parser.parse(text, start)
+    except DepthExceeded as exc:
+        raise GemmaSyntaxError(
+            f"nesting deeper than {exc.max_depth} levels", source=text, pos=exc.pos,
+            text=text[exc.pos],
+        ) from None
+    except lark.exceptions.UnexpectedInput as exc:
+        raise from_lark(exc, text) from None
+    finally:
+        current.reset(token)
+        if duplicates is not None:  # also those found before a syntax error
+            duplicates.extend(state.duplicates)
+    return result
+
+
+def parse_call(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> ToolCall:
+    """`<|tool_call>call:NAME{...}<tool_call|>` -> ToolCall(name, arguments)."""
+    return parse(text, "call_block", max_depth=max_depth)
+
+
+def parse_response(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> ToolResponse:
+    """`<|tool_response>response:NAME{...}<tool_response|>` -> ToolResponse(name, fields)."""
+    return parse(text, "response_block", max_depth=max_depth)
+
+
+def parse_declaration(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> ToolDeclaration:
+    """`<|tool>declaration:NAME{...}<tool|>` -> ToolDeclaration(name, fields)."""
+    return parse(text, "declaration_block", max_depth=max_depth)
+
+
+def parse_value(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH):
+    """One value of the value language -> str, int, float, bool, None, list or dict."""
+    return parse(text, "value_document", max_depth=max_depth)
+
+
+def parse_thought(text: str) -> Thought:
+    """`<|channel>thought\\n...<channel|>` -> Thought(text)."""
+    return parse(text, "thought")
+
+
+def parse_model_output(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> ModelOutput:
+    """A whole model output (text, thoughts, calls, a final stop marker) -> ModelOutput."""
+    return parse(text, "model_output", max_depth=max_depth)
+
+
+def parse_transcript(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> Transcript:
+    """A whole prompt or conversation -> Transcript(turns, bos)."""
+    return parse(text, "transcript", max_depth=max_depth)

@@ -1,0 +1,1 @@
+"""Renderers: Python values and messages into Gemma 4 text."""

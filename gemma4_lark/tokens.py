@@ -1,0 +1,34 @@
+"""The special tokens of Gemma 4 (SPEC §1) as text.
+
+Renderers write these; the parsers read them through the grammar. Error messages and renderers take
+them from here rather than spelling them out again.
+"""
+
+BOS = "<bos>"
+EOS = "<eos>"
+TURN_OPEN = "<|turn>"
+TURN_CLOSE = "<turn|>"
+TOOL_OPEN = "<|tool>"
+TOOL_CLOSE = "<tool|>"
+TOOL_CALL_OPEN = "<|tool_call>"
+TOOL_CALL_CLOSE = "<tool_call|>"
+TOOL_RESPONSE_OPEN = "<|tool_response>"
+TOOL_RESPONSE_CLOSE = "<tool_response|>"
+STRING_DELIMITER = '<|"|>'
+THINK = "<|think|>"
+CHANNEL_OPEN = "<|channel>"
+CHANNEL_CLOSE = "<channel|>"
+THOUGHT_OPEN = CHANNEL_OPEN + "thought\n"
+CALL_KEYWORD = "call:"
+RESPONSE_KEYWORD = "response:"
+DECLARATION_KEYWORD = "declaration:"
+IMAGE = "<|image|>"
+AUDIO = "<|audio|>"
+VIDEO = "<|video|>"
+
+# Every token that structures a prompt. Content that contains one of them can forge structure.
+CONTROL_TOKENS = (
+    BOS, EOS, TURN_OPEN, TURN_CLOSE, TOOL_OPEN, TOOL_CLOSE, TOOL_CALL_OPEN, TOOL_CALL_CLOSE,
+    TOOL_RESPONSE_OPEN, TOOL_RESPONSE_CLOSE, STRING_DELIMITER, THINK, CHANNEL_OPEN, CHANNEL_CLOSE,
+    IMAGE, AUDIO, VIDEO,
+)

@@ -1,0 +1,54 @@
+"""`validate`: check a block, a model output or a transcript against the grammar.
+
+The kind of input is told by its first token. A syntax error does not end the check: the rest of
+the input is checked again from the next block opener (or turn opener, in a transcript), so one
+broken block does not hide problems in the blocks after it.
+"""
+
+from __future__ import annotations
+
+from . import tokens
+from .errors import Diagnostic, GemmaSyntaxError, line_and_column
+from .parser import DEFAULT_MAX_DEPTH, parse
+
+_WHITESPACE = " \t\r\n"
+
+
+def _kind(text: str) -> tuple[str, str]:
+    """(start rule, the token from which to resume after an error) for this input."""
+    head = text.lstrip(_WHITESPACE)
+    if head.startswith((tokens.BOS, tokens.TURN_OPEN)):
+        return "transcript", tokens.TURN_OPEN
+    if head.startswith(tokens.TOOL_OPEN):
+        return "declaration_block", tokens.TOOL_OPEN
+    if head.startswith(tokens.TOOL_RESPONSE_OPEN) and head[len(tokens.TOOL_RESPONSE_OPEN):].lstrip(_WHITESPACE).startswith(tokens.RESPONSE_KEYWORD):
+        return "response_block", tokens.TOOL_RESPONSE_OPEN
+    return "model_output", tokens.TOOL_CALL_OPEN
+
+
+def validate(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> list[Diagnostic]:
+    """Every problem found in `text`, in order; an empty list means valid.
+
+    Codes: `syntax` (error) and `duplicate-key` (warning: the last value wins).
+    """
+    start, resume_token = _kind(text)
+    diagnostics: list[Diagnostic] = []
+    offset = 0
+    while offset is not None:
+        duplicates: list = []
+        try:
+            parse(text[offset:], start, max_depth=max_depth, duplicates=duplicates)
+            next_offset = None
+        except GemmaSyntaxError as err:
+            diagnostics.append(Diagnostic.from_error(err, offset, text))
+            resume = text.find(resume_token, offset + err.pos + 1)
+            next_offset = resume if resume >= 0 else None
+        for key, pos in duplicates:
+            line, column = line_and_column(text, offset + pos)
+            diagnostics.append(Diagnostic(
+                "warning", "duplicate-key", f"duplicate key `{key}`: the last value wins",
+                line, column, offset + pos,
+            ))
+        offset = next_offset
+    diagnostics.sort(key=lambda d: d.pos)
+    return diagnostics

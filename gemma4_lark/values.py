@@ -1,0 +1,171 @@
+"""From grammar rules to Python values: the inline transformer run by the LALR parser.
+
+The parser calls these methods as it reduces each rule (no parse tree is built, nothing recurses),
+so a 10,000-deep list costs no Python stack. Methods named after terminals receive the terminal's
+text and position; other terminals arrive as plain strings. Per-parse state (the nesting limit and the duplicate keys
+seen) lives in a context variable, so one parser object serves every thread and task.
+
+Value semantics (SPEC §3): strings verbatim, integers exact, floats as Python floats, `null`,
+`None` and `none` as None, bare words as str, objects as dicts in insertion order (the last of a
+repeated key wins).
+"""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass, field
+
+from .model import (
+    AwaitingResponse, Media, ModelOutput, StopMarker, Text, ThinkSwitch, Thought, ToolCall,
+    ToolDeclaration, ToolResponse, Transcript, Turn,
+)
+from .tokens import STRING_DELIMITER
+
+_DELIMITER_LENGTH = len(STRING_DELIMITER)
+
+
+@dataclass
+class ParseState:
+    """What one parse tracks while the parser runs."""
+
+    max_depth: int
+    depth: int = 0
+    duplicates: list = field(default_factory=list)  # (key, pos) of each repeated key
+
+
+current: contextvars.ContextVar[ParseState] = contextvars.ContextVar("gemma4_parse_state")
+
+
+class DepthExceeded(Exception):
+    """Raised from the lexer when brackets nest deeper than the parse allows."""
+
+    def __init__(self, pos: int, max_depth: int):
+        self.pos = pos
+        self.max_depth = max_depth
+
+
+class Located(str):
+    """A terminal's text that remembers where it stood (for keys: duplicate-key diagnostics)."""
+
+    __slots__ = ("pos",)
+
+    def __new__(cls, text: str, pos: int):
+        located = str.__new__(cls, text)
+        located.pos = pos
+        return located
+
+
+def _unquote(token: str) -> str:
+    return token[_DELIMITER_LENGTH:-_DELIMITER_LENGTH]
+
+
+class Build:
+    """Methods named after the grammar's rules and some of its terminals."""
+
+    # --- terminals ---------------------------------------------------------------------------
+    def LBRACE(self, text: str, pos: int) -> str:
+        state = current.get()
+        state.depth += 1
+        if state.depth > state.max_depth:
+            raise DepthExceeded(pos, state.max_depth)
+        return text
+
+    LBRACKET = LBRACE
+
+    def RBRACE(self, text: str, pos: int) -> str:
+        current.get().depth -= 1
+        return text
+
+    RBRACKET = RBRACE
+
+    KEY = STRING = Located
+
+    # --- values ------------------------------------------------------------------------------
+    def string(self, token):
+        return _unquote(token)
+
+    def integer(self, token):
+        return int(token)
+
+    def float(self, token):
+        return float(token)
+
+    def true(self, _token):
+        return True
+
+    def false(self, _token):
+        return False
+
+    def null(self, _token):
+        return None
+
+    def bare_word(self, token):
+        return str(token)
+
+    def bare_key(self, token):
+        return token
+
+    def string_key(self, token):
+        return Located(_unquote(token), token.pos)
+
+    def member(self, key, _colon, value):
+        return key, value
+
+    def object(self, *items):
+        members = items[1:-1:2]  # between the braces, every other item is a comma
+        result = {str(key): value for key, value in members}
+        if len(result) != len(members):
+            seen = set()
+            for key, _ in members:
+                if key in seen:
+                    current.get().duplicates.append((str(key), key.pos))
+                seen.add(key)
+        return result
+
+    def array(self, *items):
+        return list(items[1:-1:2])
+
+    def value_document(self, value):
+        return value
+
+    # --- blocks ------------------------------------------------------------------------------
+    def call_block(self, _open, _keyword, name, arguments, _close):
+        return ToolCall(str(name), arguments)
+
+    def response_block(self, _open, _keyword, name, fields, _close):
+        return ToolResponse(str(name), fields)
+
+    def declaration_block(self, _open, _keyword, name, fields, _close):
+        return ToolDeclaration(str(name), fields)
+
+    # --- documents ---------------------------------------------------------------------------
+    def text(self, token):
+        return Text(str(token))
+
+    def thought(self, _open, *rest):
+        return Thought(rest[0] if len(rest) == 2 else "")
+
+    def stop_marker(self, token):
+        return StopMarker(str(token))
+
+    def awaiting_response(self, _token):
+        return AwaitingResponse()
+
+    def think_switch(self, _token):
+        return ThinkSwitch()
+
+    def media(self, token):
+        return Media(token[2:-2])  # `<|image|>` -> "image"
+
+    def model_output(self, *parts):
+        return ModelOutput(list(parts))
+
+    def turn(self, _open, role_line, *parts):
+        closed = bool(parts) and isinstance(parts[-1], str)  # the closer is a token, not a part
+        if closed:
+            parts = parts[:-1]
+        return Turn(role_line[:-1], list(parts), closed)
+
+    def transcript(self, *items):
+        bos = bool(items) and isinstance(items[0], str)
+        return Transcript(list(items[1:] if bos else items), bos)

@@ -1,0 +1,57 @@
+"""Shared fixtures: the data folder beside the repository, and hypothesis profiles.
+
+`../shared/data` is read in place (never copied into the repository); tests that need it skip
+cleanly when it is absent, so a fresh clone passes on its own.
+"""
+
+import json
+import math
+import os
+import pathlib
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+SHARED_DATA = pathlib.Path(os.environ.get("GEMMA4_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+settings.register_profile("ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", max_examples=50, deadline=None)
+settings.register_profile("deep", max_examples=20_000, deadline=None, suppress_health_check=list(HealthCheck))
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def shared_file(*parts) -> pathlib.Path:
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared data not present: {path}")
+    return path
+
+
+def load_jsonl(*parts) -> list:
+    with shared_file(*parts).open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def same(a, b) -> bool:
+    """Deep equality that also tells int from float and -0.0 from 0.0 (and is not recursive)."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if isinstance(x, bool) or isinstance(y, bool):
+            if x is not y:
+                return False
+        elif isinstance(x, float) or isinstance(y, float):
+            if type(x) is not type(y) or x != y or math.copysign(1, x) != math.copysign(1, y):
+                return False
+        elif isinstance(x, dict):
+            if not isinstance(y, dict) or list(x) != list(y):
+                return False
+            stack.extend((x[k], y[k]) for k in x)
+        elif isinstance(x, list):
+            if not isinstance(y, list) or len(x) != len(y):
+                return False
+            stack.extend(zip(x, y))
+        elif x != y or type(x) is not type(y):
+            return False
+    return True

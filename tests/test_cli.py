@@ -1,0 +1,74 @@
+"""The `gemma4-lark` command through its entry point (in-process) and as `python -m`."""
+
+import json
+import subprocess
+import sys
+
+from gemma4_lark.cli import main
+
+
+def _run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_validate_valid_file(tmp_path, capsys):
+    f = tmp_path / "ok.txt"
+    f.write_text("<|tool_call>call:f{a:1}<tool_call|>")
+    assert _run(capsys, "validate", str(f)) == (0, "", "")
+
+
+def test_validate_invalid_file_prints_position_and_caret(tmp_path, capsys):
+    f = tmp_path / "bad.txt"
+    f.write_text("<|tool_call>call:f{a:1,}<tool_call|>")
+    code, out, _ = _run(capsys, "validate", str(f))
+    assert code == 1
+    assert out.splitlines() == [
+        f"{f}:1:24: error: trailing comma before `}}`",
+        "<|tool_call>call:f{a:1,}<tool_call|>",
+        " " * 23 + "^",
+    ]
+
+
+def test_validate_json(tmp_path, capsys):
+    f = tmp_path / "dup.txt"
+    f.write_text("<|tool_call>call:f{a:1,a:2}<tool_call|>")
+    code, out, _ = _run(capsys, "validate", "--json", str(f))
+    report = json.loads(out)
+    assert code == 0 and report["valid"] and report["diagnostics"][0]["code"] == "duplicate-key"
+
+
+def test_usage_error_exits_2(capsys):
+    try:
+        main(["validate"])
+    except SystemExit as exit:
+        assert exit.code == 2
+    else:
+        raise AssertionError("argparse should exit")
+
+
+def test_missing_file_exits_2(capsys):
+    code, _, err = _run(capsys, "validate", "/nonexistent/file")
+    assert code == 2 and "No such file" in err
+
+
+def test_decode_from_stdin():
+    block = '<|tool_call>call:get_weather{location:<|"|>Tokyo<|"|>}<tool_call|>'
+    result = subprocess.run([sys.executable, "-m", "gemma4_lark", "decode", "-"], input=block,
+                            capture_output=True, text=True, check=True)
+    assert json.loads(result.stdout)["parts"][0] == {
+        "type": "tool_call", "name": "get_weather", "arguments": {"location": "Tokyo"}}
+
+
+def test_decode_error(capsys, tmp_path):
+    f = tmp_path / "bad.txt"
+    f.write_text('<|tool_call>call:f{a:"x"}<tool_call|>')
+    code, out, err = _run(capsys, "decode", str(f))
+    assert code == 1 and out == "" and "JSON-quoted string" in err
+
+
+def test_demo_runs(capsys):
+    code, out, _ = _run(capsys, "demo")
+    assert code == 0
+    assert '"name": "write_file"' in out and "valid" in out

@@ -1,0 +1,91 @@
+"""Value semantics (SPEC §3) through the public API, and the canonical round trip."""
+
+import math
+
+import pytest
+from hypothesis import given, strategies as st
+
+import gemma4_lark as g
+from gemma4_lark.render.canonical import dump_value
+
+from conftest import same
+
+
+def test_big_integers_are_exact():
+    n = 2**200 + 1
+    assert g.parse_value(str(n)) == n
+    assert g.parse_value(str(-n)) == -n
+
+
+def test_negative_zero_keeps_its_sign():
+    value = g.parse_value("-0.0")
+    assert value == 0.0 and math.copysign(1, value) == -1
+
+
+@pytest.mark.parametrize("text", ["null", "None", "none"])
+def test_all_nulls(text):
+    assert g.parse_value(text) is None
+
+
+def test_ten_thousand_deep_list_does_not_recurse():
+    depth = 10_000
+    value = g.parse_value("[" * depth + "]" * depth, max_depth=depth)
+    for _ in range(depth - 1):
+        assert len(value) == 1
+        value = value[0]
+    assert value == []
+
+
+def test_max_depth_gives_a_syntax_error():
+    with pytest.raises(g.GemmaSyntaxError) as info:
+        g.parse_value("[" * 600 + "]" * 600)
+    assert "nesting deeper than 512" in info.value.message
+    assert info.value.pos == 512
+    # exactly at the limit is fine
+    g.parse_value("[" * 512 + "]" * 512)
+    with pytest.raises(g.GemmaSyntaxError):
+        g.parse_call("<|tool_call>call:f{a:" + "{a:" * 3 + "1" + "}" * 3 + "}<tool_call|>", max_depth=3)
+
+
+def test_depth_counts_per_parse():
+    # a previous failed parse leaves no depth behind
+    with pytest.raises(g.GemmaSyntaxError):
+        g.parse_value("[[[[", max_depth=3)
+    assert g.parse_value("[[[]]]", max_depth=3) == [[[]]]
+
+
+def test_non_str_input_is_a_type_error():
+    with pytest.raises(TypeError):
+        g.parse_value(b"1")
+
+
+# --- hypothesis: any JSON-like value written canonically parses back equal --------------------
+_strings = st.text().filter(lambda s: '<|"|>' not in s)
+_floats = st.floats(allow_nan=False, allow_infinity=False)
+_scalars = st.none() | st.booleans() | st.integers() | st.integers(min_value=-10**40, max_value=10**40) | _floats | _strings
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(_strings, inner, max_size=5),
+    max_leaves=30,
+)
+
+
+@given(_values)
+def test_canonical_round_trip(value):
+    text = dump_value(value)
+    assert same(g.parse_value(text), value)
+
+
+@given(_values)
+def test_canonical_text_is_a_fixed_point(value):
+    text = dump_value(value)
+    assert dump_value(g.parse_value(text)) == text
+
+
+@given(st.dictionaries(_strings, _values, max_size=4), st.from_regex(r"[A-Za-z_][A-Za-z0-9_.:-]{0,20}", fullmatch=True))
+def test_call_round_trip(arguments, name):
+    from gemma4_lark.render.canonical import dump_call
+
+    call = g.ToolCall(name, arguments)
+    parsed = g.parse_call(dump_call(call))
+    assert parsed.name == name and same(parsed.arguments, arguments)
