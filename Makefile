@@ -22,6 +22,7 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/parse_bench.py
+	$(BIN)/python bench/stream_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

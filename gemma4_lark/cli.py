@@ -9,7 +9,8 @@ import argparse
 import json
 import sys
 
-from . import demo
+from importlib import metadata
+
 from . import parser as strict
 from .errors import GemmaSyntaxError
 from .model import to_jsonable
@@ -72,8 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-depth", type=int, default=strict.DEFAULT_MAX_DEPTH)
     p.set_defaults(run=cmd_decode)
 
-    p = sub.add_parser("demo", help="validate and decode the embedded sample model output")
-    p.set_defaults(run=lambda args: demo.run())
+    # Commands of packages built on this one (the streaming layer's `parse` and `demo`) are
+    # registered as entry points, so this package never imports them by name.
+    for entry in sorted(metadata.entry_points(group="gemma4_lark.commands"), key=lambda e: e.name):
+        entry.load()(sub)
     return ap
 
 
@@ -89,6 +92,9 @@ def main(argv=None) -> int:
         return 1
     except KeyboardInterrupt:  # pragma: no cover
         return 130
+    except BrokenPipeError:  # the reader went away (`| head`): not an error of ours
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -71,4 +71,38 @@ def test_decode_error(capsys, tmp_path):
 def test_demo_runs(capsys):
     code, out, _ = _run(capsys, "demo")
     assert code == 0
-    assert '"name": "write_file"' in out and "valid" in out
+    assert "grammar check: valid" in out and "tool_call_start" in out and "stop" in out
+    assert '"name": "write_file"' in out and '"type": "function"' in out
+
+
+def test_parse_events_streams_from_a_pipe():
+    text = 'Hi <|tool_call>call:f{a:<|"|>x<|"|>}<tool_call|><|tool_response>'
+    result = subprocess.run([sys.executable, "-m", "gemma4_lark", "parse", "-", "--chunk", "3"], input=text,
+                            capture_output=True, text=True, check=True)
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [e["type"] for e in events][-3:] == ["tool_call_start", "tool_call_end", "stop"]
+    assert "".join(e.get("text", "") for e in events if e["type"] == "text") == "Hi "
+    assert events[-2]["arguments"] == {"a": "x"}
+
+
+def test_parse_summary_and_openai(tmp_path, capsys):
+    f = tmp_path / "out.txt"
+    f.write_text("<|channel>thought\nplan<channel|>Sure.<|tool_call>call:f{n:1}<tool_call|>")
+    code, out, _ = _run(capsys, "parse", str(f), "--format", "summary")
+    summary = json.loads(out)
+    assert code == 0 and summary["thinking"] == ["plan"] and summary["calls"][0]["arguments"] == {"n": 1}
+    code, out, _ = _run(capsys, "parse", str(f), "--format", "openai")
+    message = json.loads(out)
+    assert message["content"] == "Sure." and message["reasoning_content"] == "plan"
+    assert json.loads(message["tool_calls"][0]["function"]["arguments"]) == {"n": 1}
+
+
+def test_parse_options(tmp_path, capsys):
+    f = tmp_path / "out.txt"
+    f.write_text("reasoning<channel|>answer<|tool_call>call:f{a:1}<turn|>")
+    code, out, _ = _run(capsys, "parse", str(f), "--start-in-thinking", "--strict", "--format", "summary")
+    summary = json.loads(out)
+    assert code == 1 and summary["thinking"] == ["reasoning"] and summary["text"] == "answer"
+    assert summary["calls"] == [] and len(summary["errors"]) == 1 and summary["stop"] == "<turn|>"
+    code, out, _ = _run(capsys, "parse", str(f), "--no-thinking", "--format", "summary")
+    assert json.loads(out)["text"] == "reasoning<channel|>answer"

@@ -1,0 +1,16 @@
+"""gemma4_incremental: Gemma 4 model output, streamed.
+
+Feed chunks of any size (split anywhere, even inside a token) to a `StreamParser`; get text,
+thinking and tool-call events whose spans tile the stream. Sans-IO: no I/O happens here.
+"""
+
+from .events import (
+    Event, Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
+)
+from .output import ParsedOutput, collect, parse_output, parse_stream
+from .parser import StreamParser, default_id_factory
+
+__all__ = [
+    "Event", "ParsedOutput", "Stop", "StreamParser", "Text", "ThinkingDelta", "ThinkingEnd", "ThinkingStart",
+    "ToolCallEnd", "ToolCallError", "ToolCallStart", "collect", "default_id_factory", "parse_output", "parse_stream",
+]

@@ -1,0 +1,48 @@
+"""Whole-stream helpers over StreamParser: an event iterator and a collected result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+from .events import Stop, Text, ThinkingEnd, ToolCallEnd, ToolCallError
+from .parser import StreamParser
+
+
+def parse_stream(chunks: Iterable[str], **options) -> Iterator:
+    """Events of a stream given as an iterable of chunks, as they become known."""
+    parser = StreamParser(**options)
+    for chunk in chunks:
+        yield from parser.feed(chunk)
+    yield from parser.flush()
+
+
+@dataclass(frozen=True)
+class ParsedOutput:
+    """A whole model output: its text, its thoughts, its calls, the blocks that failed, and the
+    first stop marker (or None)."""
+
+    text: str
+    thinking: list = field(default_factory=list)
+    calls: list = field(default_factory=list)
+    errors: list = field(default_factory=list)
+    stop: str | None = None
+    events: list = field(default_factory=list, repr=False)
+
+
+def collect(events) -> ParsedOutput:
+    events = list(events)
+    stops = [e.marker for e in events if isinstance(e, Stop)]
+    return ParsedOutput(
+        text="".join(e.text for e in events if isinstance(e, Text)),
+        thinking=[e.text for e in events if isinstance(e, ThinkingEnd)],
+        calls=[e for e in events if isinstance(e, ToolCallEnd)],
+        errors=[e for e in events if isinstance(e, ToolCallError)],
+        stop=stops[0] if stops else None,
+        events=events,
+    )
+
+
+def parse_output(text: str, **options) -> ParsedOutput:
+    """Parse a complete model output."""
+    return collect(parse_stream([text], **options))

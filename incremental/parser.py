@@ -1,0 +1,318 @@
+"""StreamParser: chunks of model output in, events out. Sans-IO, like h11: no I/O, no threads.
+
+This layer only buffers and finds block boundaries. A finished call block is decoded by the strict
+parser of the grammar (`gemma4_lark.parse_call`); when that rejects it and the parser is not
+strict, by the lenient decoder when one is available.
+
+How the cost stays linear: each chunk is scanned once, from where the last scan stopped. The only
+text scanned twice is a held-back suffix that could still become a marker (shorter than the longest
+marker), re-read with the next chunk. An open call block is kept as a list of pieces, joined once
+when it closes, so a block arriving in tiny chunks costs no repeated copying.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import gemma4_lark
+from gemma4_lark import tokens
+from gemma4_lark.errors import Diagnostic, GemmaSyntaxError
+from gemma4_lark.grammar import terminal_pattern
+
+from .events import (
+    Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
+)
+
+# States. _STRING is inside a `<|"|>` string of a call block, where only the delimiter counts.
+_TEXT, _THINKING, _CALL, _STRING = "text", "thinking", "call", "string"
+
+_THOUGHT_OPENERS = (tokens.THOUGHT_OPEN, tokens.THOUGHT_OPEN[:-1])  # the newline is optional
+_STOPS = (tokens.TOOL_RESPONSE_OPEN, tokens.TURN_CLOSE, tokens.EOS)
+# Inside a call block, outside its strings: what ends the block. Only the first closes it properly;
+# the others end an unclosed block (and are then handled as they would be in text).
+_CALL_ENDS = (tokens.TOOL_CALL_CLOSE, tokens.TURN_CLOSE, tokens.EOS, tokens.TOOL_CALL_OPEN, tokens.TOOL_RESPONSE_OPEN)
+# How far into a block to look for the `{` that completes `call:NAME{`.
+_MAX_HEAD = 256
+
+
+def default_id_factory() -> str:
+    """`call_` and 24 random hex digits."""
+    return "call_" + secrets.token_hex(12)
+
+
+def _by_length(markers):
+    return tuple(sorted(markers, key=len, reverse=True))
+
+
+class StreamParser:
+    """Feed chunks of model output; get events.
+
+    Options: `parse_thinking` (read the thought channel; off: its markup stays in the text),
+    `start_in_thinking` (the prompt ended inside `<|channel>thought\\n`), `strict` (a block the
+    grammar rejects is an error, never recovered), `id_factory` (a callable minting call ids),
+    `max_block_chars` and `max_depth` (bounds on one call block).
+    """
+
+    def __init__(self, *, parse_thinking: bool = True, start_in_thinking: bool = False, strict: bool = False,
+                 id_factory=None, max_block_chars: int = 4 * 1024 * 1024, max_depth: int = 512):
+        self.parse_thinking = parse_thinking
+        self.strict = strict
+        self.max_block_chars = max_block_chars
+        self.max_depth = max_depth
+        self._new_id = id_factory or default_id_factory
+        self._markers = {
+            _TEXT: _by_length((tokens.TOOL_CALL_OPEN,) + _STOPS + (_THOUGHT_OPENERS if parse_thinking else ())),
+            _THINKING: _by_length((tokens.CHANNEL_CLOSE, tokens.TOOL_CALL_OPEN) + _STOPS),
+            _CALL: _by_length(_CALL_ENDS + (tokens.STRING_DELIMITER,)),
+            _STRING: (tokens.STRING_DELIMITER,),
+        }
+        # Per state: its markers, the characters that can follow `<` in one of them (any other `<`
+        # is skipped at once), and the longest marker's length (how much may be held back).
+        self._scan_table = {
+            state: (markers, frozenset(m[1] for m in markers), len(markers[0]))
+            for state, markers in self._markers.items()
+        }
+        self._state = _TEXT
+        self._pending = ""      # held back: could still become a marker
+        self._pos = 0           # stream offset of the start of `_pending`
+        self._finished = False
+        self._call_count = 0
+        # the open thought
+        self._thought: list[str] = []
+        # the open call block
+        self._block: list[str] = []
+        self._block_start = 0
+        self._block_size = 0
+        self._block_id = ""
+        self._head_end = -1     # stream offset just after `call:NAME{`, once seen
+        self._head_scanned = 0
+        self._block_name = None
+        self._oversized = False
+        if start_in_thinking and parse_thinking:
+            self._state = _THINKING
+            self._start_events = [ThinkingStart((0, 0))]
+        else:
+            self._start_events = []
+
+    # --- public API -----------------------------------------------------------------------------
+    def feed(self, chunk: str) -> list:
+        """Events that `chunk` completes (possibly none)."""
+        if type(chunk) is not str:
+            raise TypeError(f"chunks must be str, not {type(chunk).__name__}")
+        if self._finished:
+            raise RuntimeError("feed() after flush(): the stream is over")
+        # Fast path, most chunks of most streams: nothing held back and no `<` in sight, so the
+        # chunk is text, thought or block content as a whole.
+        if not self._pending and not self._start_events and "<" not in chunk:
+            if not chunk:
+                return []
+            start = self._pos
+            end = self._pos = start + len(chunk)
+            state = self._state
+            if state is _TEXT:
+                return [Text(chunk, (start, end))]
+            if state is _THINKING:
+                self._thought.append(chunk)
+                return [ThinkingDelta(chunk, (start, end))]
+            events = []
+            self._add_to_block(chunk, start, events)
+            return events
+        events = self._start_events
+        if events:
+            self._start_events = []
+        else:
+            events = []
+        self._scan(self._pending + chunk, events, final=False)
+        return events
+
+    def flush(self) -> list:
+        """The end of the stream: release what was held back and close what is open."""
+        if self._finished:
+            return []
+        events = self._start_events
+        self._start_events = []
+        self._scan(self._pending, events, final=True)
+        self._finished = True
+        if self._state == _THINKING:
+            self._end_thinking(events, self._pos, self._pos)
+        elif self._state in (_CALL, _STRING):
+            self._end_block(events, self._pos, closed=False)
+        return events
+
+    # --- scanning -------------------------------------------------------------------------------
+    @staticmethod
+    def _match(data: str, j: int, markers, longest: int, final: bool):
+        """At `data[j] == "<"`: the marker that starts there, "hold" if more input could still
+        make one, or None."""
+        rest = len(data) - j
+        if rest < longest and not final:
+            tail = data[j:]
+            for marker in markers:
+                if len(marker) > rest and marker.startswith(tail):
+                    return "hold"
+        for marker in markers:
+            if data.startswith(marker, j):
+                return marker
+        return None
+
+    def _scan(self, data: str, events: list, final: bool) -> None:
+        base = self._pos
+        i = 0
+        n = len(data)
+        last = n - 1
+        find = data.find
+        while i < n:
+            markers, second, longest = self._scan_table[self._state]
+            j = find("<", i)
+            found = None
+            while j != -1:
+                if j == last or data[j + 1] in second:
+                    found = self._match(data, j, markers, longest, final)
+                    if found is not None:
+                        break
+                j = find("<", j + 1)
+            if j == -1:
+                j = n
+            if i < j:
+                self._consume(data, i, j, base, events)
+            if found is None:
+                break
+            if found == "hold":
+                self._pending = data[j:]
+                self._pos = base + j
+                return
+            i = self._on_marker(found, data, j, base, events)
+        self._pending = ""
+        self._pos = base + n
+
+    def _consume(self, data: str, i: int, j: int, base: int, events: list) -> None:
+        """data[i:j] (not empty) holds no marker: emit it or add it to the open block."""
+        state = self._state
+        if state == _TEXT:
+            events.append(Text(data[i:j], (base + i, base + j)))
+        elif state == _THINKING:
+            piece = data[i:j]
+            self._thought.append(piece)
+            events.append(ThinkingDelta(piece, (base + i, base + j)))
+        else:
+            self._add_to_block(data[i:j], base + i, events)
+
+    def _on_marker(self, marker: str, data: str, j: int, base: int, events: list) -> int:
+        """Handle the marker at data[j]; return where scanning goes on."""
+        start = base + j
+        end = start + len(marker)
+        state = self._state
+        if state is _STRING:  # the only marker here: the string's closing delimiter
+            self._state = _CALL
+            self._add_to_block(marker, start, events)
+            return j + len(marker)
+        if state is _CALL:
+            if marker == tokens.STRING_DELIMITER:
+                self._state = _STRING
+                self._add_to_block(marker, start, events)
+                return j + len(marker)
+            if marker == tokens.TOOL_CALL_CLOSE:
+                self._add_to_block(marker, start, events)
+                self._end_block(events, end, closed=True)
+                return j + len(marker)
+            # `<turn|>`, `<eos>`, `<|tool_response>` or a new `<|tool_call>` ends an unclosed block;
+            # the marker itself is then read as text would read it.
+            self._end_block(events, start, closed=False)
+            return j
+        if marker == tokens.TOOL_CALL_OPEN:
+            if state == _THINKING:  # a call inside unclosed thinking ends the thinking
+                self._end_thinking(events, start, start)
+            self._open_block(marker, start)
+            return j + len(marker)
+        if marker in _STOPS:
+            if state == _THINKING:
+                self._end_thinking(events, start, start)
+            events.append(Stop(marker, (start, end)))
+            return j + len(marker)
+        if marker == tokens.CHANNEL_CLOSE:
+            self._end_thinking(events, start, end)
+            return j + len(marker)
+        # a thought opener, in text
+        events.append(ThinkingStart((start, end)))
+        self._state = _THINKING
+        return j + len(marker)
+
+    # --- thinking -------------------------------------------------------------------------------
+    def _end_thinking(self, events: list, start: int, end: int) -> None:
+        events.append(ThinkingEnd("".join(self._thought), (start, end)))
+        self._thought = []
+        self._state = _TEXT
+
+    # --- call blocks ----------------------------------------------------------------------------
+    def _open_block(self, opener: str, start: int) -> None:
+        self._state = _CALL
+        self._block = [opener]
+        self._block_start = start
+        self._block_size = len(opener)
+        self._block_id = self._new_id()
+        self._head_end = -1
+        self._head_scanned = len(opener)
+        self._block_name = None
+        self._oversized = False
+
+    def _add_to_block(self, piece: str, start: int, events: list) -> None:
+        self._block_size += len(piece)
+        if self._oversized:
+            return
+        self._block.append(piece)
+        if self._head_end < 0 and self._head_scanned < _MAX_HEAD:
+            self._find_head(piece, start, events)
+        if self._block_size > self.max_block_chars:
+            self._oversized = True
+            kept = "".join(self._block)[: self.max_block_chars]
+            self._block = [kept]
+
+    def _find_head(self, piece: str, start: int, events: list) -> None:
+        """Emit tool_call_start once `call:NAME{` is complete."""
+        brace = piece.find("{")
+        if brace < 0:
+            self._head_scanned += len(piece)
+            return
+        self._head_scanned = _MAX_HEAD  # look no further
+        head = "".join(self._block)[len(tokens.TOOL_CALL_OPEN): self._block_size - len(piece) + brace]
+        head = head.strip(" \t\r\n")
+        if not head.startswith(tokens.CALL_KEYWORD):
+            return
+        name = head[len(tokens.CALL_KEYWORD):].strip(" \t\r\n")
+        if not terminal_pattern("NAME").fullmatch(name):
+            return
+        self._block_name = name
+        self._head_end = start + brace + 1
+        events.append(ToolCallStart(self._block_id, self._call_count, name, (self._block_start, self._head_end)))
+
+    def _end_block(self, events: list, end: int, closed: bool) -> None:
+        index = self._call_count
+        self._call_count += 1
+        self._state = _TEXT
+        raw = "".join(self._block)
+        self._block = []
+        start = self._head_end if self._head_end >= 0 else self._block_start
+        span = (start, end)
+        if self._oversized:
+            events.append(ToolCallError(
+                self._block_id, index, raw,
+                f"block exceeds {self.max_block_chars} characters ({self._block_size}); raw holds the first"
+                f" {self.max_block_chars}", span))
+            return
+        events.append(self._decode(raw, closed, index, span))
+
+    def _decode(self, raw: str, closed: bool, index: int, span: tuple):
+        diagnostics = []
+        text = raw
+        if not closed:
+            if self.strict:
+                return ToolCallError(self._block_id, index, raw, f"the block is not closed by {tokens.TOOL_CALL_CLOSE}", span)
+            text = raw + tokens.TOOL_CALL_CLOSE
+            diagnostics.append(Diagnostic(
+                "warning", "missing-closer", f"the block is not closed by {tokens.TOOL_CALL_CLOSE}",
+                raw.count("\n") + 1, len(raw) - (raw.rfind("\n") + 1) + 1, len(raw)))
+        try:
+            call = gemma4_lark.parse_call(text, max_depth=self.max_depth)
+        except GemmaSyntaxError as err:
+            return ToolCallError(self._block_id, index, raw, str(err).split("\n", 1)[0], span)
+        return ToolCallEnd(self._block_id, index, call.name, call.arguments, raw, diagnostics, False, span)
