@@ -98,7 +98,7 @@ def main() -> None:
              + "<|tool_call>call:read_file{path:" + D + "src/app/main.py" + D + ",start_line:10,end_line:80,encoding:" + D + "utf-8" + D + ",follow:true}<tool_call|>"
              + "<|tool_call>call:search{query:" + D + "where is the config loaded, and by whom?" + D + ",limit:20,paths:[" + D + "src" + D + "," + D + "tests" + D + "]}<tool_call|><|tool_response>")
     repeat = 200 if QUICK else 1000
-    seconds = best(lambda: sum(feed_all(agent, 4) for _ in range(repeat)))
+    seconds = best(lambda: sum(feed_all(agent, 4) for _ in range(repeat)), 7)
     print(f"4. typical agent output ({len(agent)} B), 4-char chunks: {len(agent) * repeat / 1e6 / seconds:.2f} MB/s")
 
 

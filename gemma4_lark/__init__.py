@@ -5,7 +5,7 @@ The strict parser is generated from `grammar/gemma4.lark`; see `parse_call` and 
 
 from .errors import Diagnostic, GemmaSyntaxError
 from .model import (
-    AwaitingResponse, Media, ModelOutput, StopMarker, Text, ThinkSwitch, Thought, ToolCall,
+    AwaitingResponse, Media, ModelOutput, StopMarker, Text, ThinkSwitch, Thought, ThoughtPrefill, ToolCall,
     ToolDeclaration, ToolResponse, Transcript, Turn,
 )
 from .parser import (
@@ -16,7 +16,7 @@ from .validate import validate
 
 __all__ = [
     "AwaitingResponse", "Diagnostic", "GemmaSyntaxError", "Media", "ModelOutput", "StopMarker",
-    "Text", "ThinkSwitch", "Thought", "ToolCall", "ToolDeclaration", "ToolResponse", "Transcript",
+    "Text", "ThinkSwitch", "Thought", "ThoughtPrefill", "ToolCall", "ToolDeclaration", "ToolResponse", "Transcript",
     "Turn", "parse_call", "parse_declaration", "parse_model_output", "parse_response",
     "parse_thought", "parse_transcript", "parse_value", "validate",
 ]

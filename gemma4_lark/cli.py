@@ -57,6 +57,27 @@ def cmd_decode(args) -> int:
     return 0
 
 
+def cmd_render(args) -> int:
+    from .render import official, omp
+    from .render.safety import UnsafeContentError
+
+    messages = json.loads(_read(args.messages))
+    tools = json.loads(_read(args.tools)) if args.tools else None
+    try:
+        if args.profile == "official":
+            text = official.render_chat(messages, tools, add_generation_prompt=args.generation_prompt,
+                                        enable_thinking=args.thinking, variant=args.variant, unsafe=args.unsafe)
+        else:
+            text = omp.render_transcript(messages, unsafe=args.unsafe)
+            if tools:
+                text = omp.render_tool_prompt(tools, unsafe=args.unsafe) + "\n\n" + text
+    except (UnsafeContentError, ValueError, KeyError, TypeError) as err:
+        print(f"gemma4-lark render: {err}", file=sys.stderr)
+        return 1
+    sys.stdout.write(text)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="gemma4-lark", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -72,6 +93,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--indent", type=int, default=None)
     p.add_argument("--max-depth", type=int, default=strict.DEFAULT_MAX_DEPTH)
     p.set_defaults(run=cmd_decode)
+
+    p = sub.add_parser("render", help="render a conversation as a Gemma 4 prompt")
+    p.add_argument("messages", metavar="messages.json", help="messages (OpenAI shape for official, OMP shape for omp)")
+    p.add_argument("--profile", choices=["official", "omp"], default="official")
+    p.add_argument("--tools", metavar="tools.json")
+    p.add_argument("--generation-prompt", action="store_true")
+    p.add_argument("--thinking", action="store_true")
+    p.add_argument("--variant", choices=["e2b", "31b"], default="e2b")
+    p.add_argument("--unsafe", choices=["error", "strip", "allow"], default="error")
+    p.set_defaults(run=cmd_render)
 
     # Commands of packages built on this one (the streaming layer's `parse` and `demo`) are
     # registered as entry points, so this package never imports them by name.

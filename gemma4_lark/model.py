@@ -50,6 +50,11 @@ class Thought:
 
 
 @dataclass(frozen=True)
+class ThoughtPrefill:
+    """`<|channel>thought\n` with nothing after it: a prompt that hands the model its reasoning."""
+
+
+@dataclass(frozen=True)
 class StopMarker:
     """The token that ended a model output: `<|tool_response>`, `<turn|>` or `<eos>`."""
 
@@ -75,7 +80,7 @@ class Media:
 
 Part = Union[
     Text, Thought, ToolCall, ToolResponse, ToolDeclaration, StopMarker, AwaitingResponse,
-    ThinkSwitch, Media,
+    ThinkSwitch, Media, ThoughtPrefill,
 ]
 
 
@@ -124,7 +129,7 @@ def to_jsonable(obj: Any) -> Any:
     kinds = {
         ToolCall: "tool_call", ToolResponse: "tool_response", ToolDeclaration: "tool_declaration",
         Text: "text", Thought: "thought", StopMarker: "stop", AwaitingResponse: "awaiting_response",
-        ThinkSwitch: "think", Media: "media",
+        ThinkSwitch: "think", Media: "media", ThoughtPrefill: "thought_prefill",
     }
     kind = kinds.get(type(obj))
     if kind is None:

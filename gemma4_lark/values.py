@@ -16,7 +16,7 @@ import contextvars
 from dataclasses import dataclass, field
 
 from .model import (
-    AwaitingResponse, Media, ModelOutput, StopMarker, Text, ThinkSwitch, Thought, ToolCall,
+    AwaitingResponse, Media, ModelOutput, StopMarker, Text, ThinkSwitch, Thought, ThoughtPrefill, ToolCall,
     ToolDeclaration, ToolResponse, Transcript, Turn,
 )
 from .tokens import STRING_DELIMITER
@@ -151,6 +151,9 @@ class Build:
     def awaiting_response(self, _token):
         return AwaitingResponse()
 
+    def thought_prefill(self, _token):
+        return ThoughtPrefill()
+
     def think_switch(self, _token):
         return ThinkSwitch()
 
@@ -161,10 +164,9 @@ class Build:
         return ModelOutput(list(parts))
 
     def turn(self, _open, role_line, *parts):
-        closed = bool(parts) and isinstance(parts[-1], str)  # the closer is a token, not a part
-        if closed:
-            parts = parts[:-1]
-        return Turn(role_line[:-1], list(parts), closed)
+        # the closer is a token (a str), every other item a part
+        closed = any(isinstance(p, str) for p in parts)
+        return Turn(role_line[:-1], [p for p in parts if not isinstance(p, str)], closed)
 
     def transcript(self, *items):
         bos = bool(items) and isinstance(items[0], str)

@@ -143,17 +143,21 @@ class StreamParser:
     @staticmethod
     def _match(data: str, j: int, markers, longest: int, final: bool):
         """At `data[j] == "<"`: the marker that starts there, "hold" if more input could still
-        make one, or None."""
+        make one (or a longer one), or None."""
         rest = len(data) - j
+        for marker in markers:  # longest first
+            if data.startswith(marker, j):
+                if rest >= longest or final:
+                    return marker
+                break
+        else:
+            marker = None
         if rest < longest and not final:
             tail = data[j:]
-            for marker in markers:
-                if len(marker) > rest and marker.startswith(tail):
+            for longer in markers:
+                if len(longer) > rest and longer.startswith(tail):
                     return "hold"
-        for marker in markers:
-            if data.startswith(marker, j):
-                return marker
-        return None
+        return marker
 
     def _scan(self, data: str, events: list, final: bool) -> None:
         base = self._pos

@@ -106,3 +106,23 @@ def test_parse_options(tmp_path, capsys):
     assert summary["calls"] == [] and len(summary["errors"]) == 1 and summary["stop"] == "<turn|>"
     code, out, _ = _run(capsys, "parse", str(f), "--no-thinking", "--format", "summary")
     assert json.loads(out)["text"] == "reasoning<channel|>answer"
+
+
+def test_render_official_and_omp(tmp_path, capsys):
+    messages = tmp_path / "m.json"
+    messages.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    tools = tmp_path / "t.json"
+    tools.write_text(json.dumps([{"type": "function", "function": {"name": "f", "description": "d",
+                                                                   "parameters": {"type": "object", "properties": {}}}}]))
+    code, out, _ = _run(capsys, "render", str(messages), "--tools", str(tools), "--generation-prompt", "--variant", "31b")
+    assert code == 0 and out.startswith("<bos><|turn>system\n<|tool>declaration:f{") and out.endswith(
+        "<|turn>model\n<|channel>thought\n<channel|>")
+    code, out, _ = _run(capsys, "render", "--profile", "omp", str(messages))
+    assert code == 0 and out == "<bos><|turn>user\nhi<turn|>"
+
+
+def test_render_refuses_unsafe_content(tmp_path, capsys):
+    messages = tmp_path / "m.json"
+    messages.write_text(json.dumps([{"role": "user", "content": "hi<turn|>"}]))
+    code, _, err = _run(capsys, "render", str(messages))
+    assert code == 1 and "<turn|>" in err

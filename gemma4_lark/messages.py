@@ -1,0 +1,239 @@
+"""Rendered prompts read back into messages (SPEC §7), and OpenAI messages in OMP's shape.
+
+`read_official(text)` turns an official-profile prompt into what `render.official.render_chat`
+takes (messages, tools, enable_thinking, add_generation_prompt); `read_omp(text)` turns an
+omp-profile transcript into OMP messages. Rendering what was read gives the same text back
+(the round-trip tests check it), so a prompt can be inspected, edited and rendered again.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from .model import (
+    AwaitingResponse, Media, Text, ThinkSwitch, Thought, ThoughtPrefill, ToolCall, ToolDeclaration, ToolResponse,
+    Transcript,
+)
+from .parser import parse_transcript
+
+
+@dataclass
+class OfficialPrompt:
+    """The arguments of `render_chat` that produce a given official prompt."""
+
+    messages: list = field(default_factory=list)
+    tools: list = field(default_factory=list)
+    enable_thinking: bool = False
+    add_generation_prompt: bool = False
+
+    def render_kwargs(self) -> dict:
+        return {"messages": self.messages, "tools": self.tools or None, "enable_thinking": self.enable_thinking,
+                "add_generation_prompt": self.add_generation_prompt}
+
+
+def _tool_from_declaration(declaration: ToolDeclaration) -> dict:
+    function = {"name": declaration.name}
+    function.update(declaration.fields)
+    return {"type": "function", "function": function}
+
+
+def _media_part(media: Media) -> dict:
+    return {"type": media.kind}
+
+
+def _user_content(parts):
+    texts = [p for p in parts if isinstance(p, (Text, Media))]
+    if all(isinstance(p, Text) for p in texts):
+        return "".join(p.text for p in texts)
+    return [{"type": "text", "text": p.text} if isinstance(p, Text) else _media_part(p) for p in texts]
+
+
+def _add_content(message: dict, part) -> None:
+    """Text joins a string content; media turns the content into a list of parts."""
+    content = message["content"]
+    if isinstance(part, Text) and isinstance(content, str):
+        message["content"] = content + part.text
+        return
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}] if content else []
+    content.append({"type": "text", "text": part.text} if isinstance(part, Text) else _media_part(part))
+    message["content"] = content
+
+
+def read_official(text: str | Transcript) -> OfficialPrompt:
+    """Read a prompt rendered by the official template (either variant)."""
+    transcript = parse_transcript(text) if isinstance(text, str) else text
+    prompt = OfficialPrompt()
+    turns = list(transcript.turns)
+    if turns and turns[0].role == "system":
+        system = turns.pop(0)
+        parts = list(system.parts)
+        if parts and isinstance(parts[0], ThinkSwitch):
+            prompt.enable_thinking = True
+            parts.pop(0)
+            if parts and isinstance(parts[0], Text) and parts[0].text.startswith("\n"):
+                parts[0] = Text(parts[0].text[1:])
+        prompt.tools = [_tool_from_declaration(p) for p in parts if isinstance(p, ToolDeclaration)]
+        content = "".join(p.text for p in parts if isinstance(p, Text))
+        # An empty system message leaves no trace when thinking or tools open the system turn anyway,
+        # unless a developer message comes next (it would take the system message's place).
+        absorbs = bool(turns) and turns[0].role in ("system", "developer")
+        if content or absorbs or not (prompt.enable_thinking or prompt.tools):
+            pieces = content[:-1].split(" ")
+            if content != content.strip() and content.endswith(" ") and all(p == p.strip() for p in pieces):
+                # the template writes each part of a list content trimmed and followed by a space
+                prompt.messages.append({"role": "system", "content": [{"type": "text", "text": p} for p in pieces]})
+            else:
+                prompt.messages.append({"role": "system", "content": content})
+    if turns and turns[-1].parts and isinstance(turns[-1].parts[-1], ThoughtPrefill):
+        prompt.add_generation_prompt = prompt.enable_thinking = True  # after tool results
+    elif turns and turns[-1].role == "model" and not turns[-1].closed:
+        last = turns[-1]
+        if not last.parts or last.parts == [Thought("")]:
+            prompt.add_generation_prompt = True  # `<|turn>model\n`, and the 31B prefill
+            turns.pop()
+    calls = 0
+    for number, turn in enumerate(turns):
+        if turn.role != "model":
+            prompt.messages.append({"role": turn.role, "content": _user_content(turn.parts)})
+            continue
+        message = None
+        pending_ids: list = []
+        if not turn.parts:
+            prompt.messages.append({"role": "assistant", "content": ""})
+        for position, part in enumerate(turn.parts):
+            if isinstance(part, AwaitingResponse):
+                # calls without results; whatever closes or continues the turn is the next
+                # assistant message, which the template writes into the same turn
+                if turn.closed or position < len(turn.parts) - 1:
+                    message = {"role": "assistant", "content": ""}
+                    prompt.messages.append(message)
+                    pending_ids = []
+                continue
+            if (message is None
+                    or isinstance(part, Thought) and ("reasoning_content" in message or message.get("tool_calls")
+                                                      or message.get("content") or message.get("_responded"))
+                    or isinstance(part, ToolCall) and (message.get("content") or message.get("_responded"))):
+                message = {"role": "assistant", "content": ""}
+                prompt.messages.append(message)
+                pending_ids = []
+            if isinstance(part, Thought):
+                message["reasoning_content"] = part.text[:-1] if part.text.endswith("\n") else part.text
+            elif isinstance(part, ToolCall):
+                call_id = f"call_{calls}"
+                calls += 1
+                message.setdefault("tool_calls", []).append(
+                    {"id": call_id, "type": "function", "function": {"name": part.name, "arguments": part.arguments}})
+                pending_ids.append((call_id, part.name))
+            elif isinstance(part, ToolResponse):
+                message["_responded"] = True
+                result = {"role": "tool"}
+                if pending_ids and pending_ids[0][1] == part.name:
+                    result["tool_call_id"] = pending_ids.pop(0)[0]
+                else:
+                    result["name"] = part.name
+                value = part.fields.get("value") if list(part.fields) == ["value"] else None
+                result["content"] = value if isinstance(value, str) else dict(part.fields)
+                prompt.messages.append(result)
+            elif isinstance(part, Media) and prompt.messages[-1]["role"] == "tool":
+                result = prompt.messages[-1]
+                if isinstance(result["content"], str):
+                    result["content"] = [{"type": "text", "text": result["content"]}]
+                result["content"].append(_media_part(part))
+            elif isinstance(part, (Text, Media)):
+                _add_content(message, part)
+            # ThoughtPrefill is what the renderer writes by itself
+        if (turn.closed and number == len(turns) - 1 and message is not None and message.get("_responded")
+                and not message.get("content")):
+            # the template leaves a last turn of results open; an empty assistant message closed it
+            prompt.messages.append({"role": "assistant", "content": ""})
+    for message in prompt.messages:
+        message.pop("_responded", None)
+    return prompt
+
+
+# --- the omp profile ----------------------------------------------------------------------------
+def _omp_result_text(value) -> str:
+    """Text that OMP's renderer turns back into `value` (it JSON-parses result text)."""
+    if isinstance(value, str):
+        try:
+            json.loads(value)
+        except ValueError:
+            return value
+        return json.dumps(value, ensure_ascii=False)
+    from .render import js
+
+    return js.dumps(value)
+
+
+def read_omp(text: str | Transcript) -> list:
+    """Read a transcript rendered by the omp profile into OMP's message shape."""
+    transcript = parse_transcript(text) if isinstance(text, str) else text
+    messages = []
+    calls = 0
+    for turn in transcript.turns:
+        if turn.role in ("system", "user"):
+            messages.append({"role": turn.role, "content": "".join(p.text for p in turn.parts if isinstance(p, Text))})
+            continue
+        content, results, ids = [], [], []
+        for part in turn.parts:
+            if isinstance(part, Thought):
+                content.append({"type": "thinking", "thinking": part.text})
+            elif isinstance(part, Text):
+                content.append({"type": "text", "text": part.text})
+            elif isinstance(part, ToolCall):
+                ids.append(f"call_{calls}")
+                calls += 1
+                content.append({"type": "toolCall", "id": ids[-1], "name": part.name, "arguments": part.arguments})
+            elif isinstance(part, ToolResponse):
+                value = part.fields.get("output")
+                results.append({"role": "toolResult", "toolCallId": ids[len(results)] if len(results) < len(ids) else "",
+                                "toolName": part.name, "content": [{"type": "text", "text": _omp_result_text(value)}],
+                                "isError": False})
+        if content or not results:
+            messages.append({"role": "assistant", "content": content})
+        messages.extend(results)
+    return messages
+
+
+def from_openai_messages(messages) -> list:
+    """OpenAI chat messages in OMP's shape (for the omp profile)."""
+    out = []
+    names = {}
+    for message in messages:
+        role = message["role"]
+        content = message.get("content")
+        if role in ("system", "developer", "user"):
+            out.append({"role": role, "content": content if isinstance(content, str) else [
+                {"type": "text", "text": p.get("text", "")} if p.get("type") == "text" else {"type": "image", "mimeType": p.get("mimeType", "image/png")}
+                for p in content or [] if p.get("type") in ("text", "image", "image_url")]})
+        elif role == "assistant":
+            parts = []
+            thinking = message.get("reasoning_content") or message.get("reasoning")
+            if thinking:
+                parts.append({"type": "thinking", "thinking": thinking})
+            if isinstance(content, str) and content:
+                parts.append({"type": "text", "text": content})
+            elif isinstance(content, list):
+                parts += [{"type": "text", "text": p.get("text", "")} for p in content if p.get("type") == "text"]
+            for call in message.get("tool_calls") or []:
+                function = call["function"]
+                arguments = function.get("arguments") or {}
+                if isinstance(arguments, str):
+                    arguments = json.loads(arguments)
+                names[call.get("id")] = function["name"]
+                parts.append({"type": "toolCall", "id": call.get("id", ""), "name": function["name"], "arguments": arguments})
+            out.append({"role": "assistant", "content": parts})
+        elif role == "tool":
+            text = content if isinstance(content, str) else "".join(
+                p.get("text", "") for p in content or [] if p.get("type") == "text")
+            out.append({"role": "toolResult", "toolCallId": message.get("tool_call_id", ""),
+                        "toolName": message.get("name") or names.get(message.get("tool_call_id"), ""),
+                        "content": [{"type": "text", "text": text}], "isError": False})
+    return out
+
+
+def to_openai_messages(text: str | Transcript) -> list:
+    """Any rendered transcript as OpenAI chat messages (the official reading)."""
+    return read_official(text).messages

@@ -1,0 +1,337 @@
+"""The `official` profile: the Gemma 4 chat template of July 2026, byte for byte (SPEC §6).
+
+A line-by-line translation of `gemma4-{e2b,31b}-2026-07.jinja` (see docs/official-template.md)
+into plain Python: the same decisions in the same order, with Jinja's semantics kept where they
+show in the output (`dictsort` sorts keys case-insensitively, `trim` strips Unicode whitespace,
+`upper` writes `str(value).upper()`, a missing key renders as nothing). The two variants differ
+in one place: with the generation prompt and thinking off, the 26B/31B one prefills an empty
+thought.
+
+Every string is passed through the `unsafe` policy first (SPEC §8); with unsafe="allow" the output
+is exactly the template's.
+"""
+
+from __future__ import annotations
+
+from .. import tokens
+from .safety import check_policy, guard
+from .values import ValueWriter, key_bare, key_quoted
+
+VARIANTS = ("e2b", "31b")
+_D = tokens.STRING_DELIMITER
+_STANDARD_KEYS = ("description", "type", "properties", "required", "nullable")
+
+
+class _Missing:
+    """Jinja's undefined: false, and renders as the empty string."""
+
+    def __bool__(self):
+        return False
+
+    def __str__(self):
+        return ""
+
+
+MISSING = _Missing()
+
+
+def _get(value, key):
+    if isinstance(value, dict):
+        return value.get(key, MISSING)
+    return MISSING
+
+
+def _upper(value) -> str:
+    return "" if value is MISSING else str(value).upper()
+
+
+def _items_sorted(mapping: dict):
+    """Jinja's `dictsort`: by key, case-insensitively, stable."""
+    return sorted(mapping.items(), key=lambda item: item[0].lower() if isinstance(item[0], str) else item[0])
+
+
+class _Renderer:
+    def __init__(self, unsafe: str):
+        self.unsafe = unsafe
+        # format_argument(..., escape_keys=False) and (..., escape_keys=True)
+        self.bare = ValueWriter(number=str, key=key_bare, sort_keys=True, unsafe=unsafe)
+        self.quoted = ValueWriter(number=str, key=key_quoted, sort_keys=True, unsafe=unsafe)
+
+    def text(self, value, where: str) -> str:
+        return guard(str(value), where, self.unsafe)
+
+    # --- declarations -------------------------------------------------------------------------
+    def parameters(self, properties: dict, where: str, filter_keys: bool = False) -> str:
+        out = []
+        first = True
+        for key, value in _items_sorted(properties):
+            if filter_keys and key in _STANDARD_KEYS:
+                continue
+            at = f"{where}.{key}"
+            if not first:
+                out.append(",")
+            first = False
+            out.append(self.text(key, at) + ":{")
+            comma = False
+            description = _get(value, "description")
+            if description:
+                out.append("description:" + _D + self.text(description, at + ".description") + _D)
+                comma = True
+            kind = _upper(_get(value, "type"))
+            if kind == "STRING":
+                enum = _get(value, "enum")
+                if enum:
+                    out.append("," if comma else "")
+                    comma = True
+                    out.append("enum:" + self.quoted.write(enum, at + ".enum"))
+            elif kind == "ARRAY":
+                items = _get(value, "items")
+                if isinstance(items, dict) and items:
+                    out.append("," if comma else "")
+                    comma = True
+                    out.append("items:{")
+                    first_item = True
+                    for item_key, item_value in _items_sorted(items):
+                        if item_value is None:
+                            continue
+                        if not first_item:
+                            out.append(",")
+                        first_item = False
+                        item_at = f"{at}.items.{item_key}"
+                        if item_key == "properties":
+                            out.append("properties:{")
+                            if isinstance(item_value, dict):
+                                out.append(self.parameters(item_value, item_at))
+                            out.append("}")
+                        elif item_key == "required":
+                            out.append("required:[" + ",".join(_D + self.text(r, item_at) + _D for r in item_value) + "]")
+                        elif item_key == "type":
+                            if isinstance(item_value, str):
+                                out.append("type:" + self.quoted.write(item_value.upper(), item_at))
+                            else:
+                                out.append("type:" + self.quoted.write([str(v).upper() for v in item_value], item_at))
+                        else:
+                            out.append(self.text(item_key, item_at) + ":" + self.quoted.write(item_value, item_at))
+                    out.append("}")
+            if _get(value, "nullable"):
+                out.append("," if comma else "")
+                comma = True
+                out.append("nullable:true")
+            if kind == "OBJECT":
+                nested = _get(value, "properties")
+                if isinstance(nested, dict):
+                    out.append("," if comma else "")
+                    comma = True
+                    out.append("properties:{" + self.parameters(nested, at + ".properties") + "}")
+                elif isinstance(value, dict):
+                    out.append("," if comma else "")
+                    comma = True
+                    out.append("properties:{" + self.parameters(value, at, filter_keys=True) + "}")
+                required = _get(value, "required")
+                if required:
+                    out.append("," if comma else "")
+                    comma = True
+                    out.append("required:[" + ",".join(_D + self.text(r, at + ".required") + _D for r in required) + "]")
+            out.append("," if comma else "")
+            out.append("type:" + _D + self.text(kind, at + ".type") + _D + "}")
+        return "".join(out)
+
+    def declaration(self, tool: dict, where: str) -> str:
+        function = tool["function"]
+        out = [tokens.DECLARATION_KEYWORD + self.text(function["name"], where + ".name")
+               + "{description:" + _D + self.text(function.get("description", ""), where + ".description") + _D]
+        params = function.get("parameters")
+        if params:
+            out.append(",parameters:{")
+            properties = _get(params, "properties")
+            if properties:
+                out.append("properties:{" + self.parameters(properties, where + ".parameters.properties") + "},")
+            required = _get(params, "required")
+            if required:
+                out.append("required:[" + ",".join(_D + self.text(r, where + ".parameters.required") + _D for r in required) + "],")
+            kind = _get(params, "type")
+            if kind:
+                out.append("type:" + _D + self.text(_upper(kind), where + ".parameters.type") + _D + "}")
+        if "response" in function:
+            response = function["response"]
+            out.append(",response:{")
+            description = _get(response, "description")
+            if description:
+                out.append("description:" + _D + self.text(description, where + ".response.description") + _D + ",")
+            if _upper(_get(response, "type")) == "OBJECT":
+                out.append("type:" + _D + "OBJECT" + _D + "}")
+        out.append("}")
+        return "".join(out).strip()
+
+    # --- conversation pieces ------------------------------------------------------------------
+    def call(self, tool_call: dict, where: str) -> str:
+        function = tool_call["function"]
+        arguments = function.get("arguments", MISSING)
+        out = [tokens.TOOL_CALL_OPEN + tokens.CALL_KEYWORD + self.text(function["name"], where + ".function.name") + "{"]
+        if isinstance(arguments, dict):
+            body = self.bare.write(arguments, where + ".function.arguments")
+            out.append(body[1:-1])
+        elif arguments is not None:
+            raise ValueError(
+                "chat_template: tool_calls[].function.arguments must be a JSON object (mapping), not a string. "
+                f"Deserialize arguments before passing to the template. ({where})")
+        out.append("}" + tokens.TOOL_CALL_CLOSE)
+        return "".join(out)
+
+    def response(self, name: str, response, where: str) -> str:
+        head = tokens.TOOL_RESPONSE_OPEN + tokens.RESPONSE_KEYWORD + self.text(name, where + ".name") + "{"
+        if isinstance(response, dict):
+            body = self.bare.write(response, where + ".content")[1:-1]
+        else:
+            body = "value:" + self.bare.write(response, where + ".content")
+        return head + body + "}" + tokens.TOOL_RESPONSE_CLOSE
+
+    def content(self, content, role: str, where: str) -> str:
+        if isinstance(content, str):
+            if role == "model":
+                return strip_thinking(content, self, where)
+            return self.text(content.strip(), where)
+        if isinstance(content, (list, tuple)):
+            out = []
+            for i, item in enumerate(content):
+                kind = item.get("type")
+                if kind == "text":
+                    text = item.get("text", "")
+                    out.append(strip_thinking(text, self, f"{where}[{i}].text") if role == "model"
+                               else self.text(str(text).strip(), f"{where}[{i}].text"))
+                elif kind in ("image", "image_url"):
+                    out.append(tokens.IMAGE)
+                elif kind in ("audio", "input_audio"):
+                    out.append(tokens.AUDIO)
+                elif kind == "video":
+                    out.append(tokens.VIDEO)
+            return "".join(out)
+        return ""
+
+
+def strip_thinking(text: str, renderer: _Renderer | None = None, where: str = "content") -> str:
+    """What the template keeps of assistant content: every `<|channel>...<channel|>` span removed
+    (the format's own markup for that place, so it is removed before the safety check), trimmed."""
+    kept = []
+    for part in str(text).split(tokens.CHANNEL_CLOSE):
+        kept.append(part.split(tokens.CHANNEL_OPEN)[0] if tokens.CHANNEL_OPEN in part else part)
+    result = "".join(kept).strip()
+    return renderer.text(result, where) if renderer is not None else result
+
+
+def render_chat(messages, tools=None, *, add_generation_prompt: bool = False, enable_thinking: bool = False,
+                preserve_thinking: bool = False, variant: str = "e2b", unsafe: str = "error",
+                model: str | None = None) -> str:
+    """OpenAI-style `messages` (and `tools`) as the official Gemma 4 chat template renders them.
+
+    variant: "e2b" (E2B/E4B) or "31b" (26B/31B). Raises ValueError where the template raises
+    (string `arguments`), UnsafeContentError for content with control tokens (see `unsafe`).
+    """
+    check_policy(unsafe)
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
+    if model is not None:
+        from ..family import require_gemma4
+
+        require_gemma4(model)
+    r = _Renderer(unsafe)
+    out = [tokens.BOS]
+    prev_type = None
+    prev_non_tool_role = None
+    loop = list(messages)
+    first_role = messages[0]["role"] if messages else None
+    if enable_thinking or tools or first_role in ("system", "developer"):
+        out.append(tokens.TURN_OPEN + "system\n")
+        if enable_thinking:
+            out.append(tokens.THINK + "\n")
+            prev_type = "think"
+        if first_role in ("system", "developer"):
+            content = messages[0].get("content")
+            if isinstance(content, str):
+                out.append(r.text(content.strip(), "messages[0].content"))
+            elif isinstance(content, (list, tuple)):
+                for i, item in enumerate(content):
+                    out.append(r.text(str(_get(item, "text")).strip(), f"messages[0].content[{i}]") + " ")
+            loop = loop[1:]
+        if tools:
+            for i, tool in enumerate(tools):
+                out.append(tokens.TOOL_OPEN + r.declaration(tool, f"tools[{i}]") + tokens.TOOL_CLOSE)
+            prev_type = "tool"
+        out.append(tokens.TURN_CLOSE + "\n")
+    offset = len(messages) - len(loop)
+
+    last_user = -1
+    for i, message in enumerate(loop):
+        if message["role"] == "user":
+            last_user = i
+
+    for index, message in enumerate(loop):
+        if message["role"] == "tool":
+            continue
+        where = f"messages[{index + offset}]"
+        prev_type = None
+        role = "model" if message["role"] == "assistant" else message["role"]
+        if not (role == "model" and prev_non_tool_role == "assistant"):
+            out.append(tokens.TURN_OPEN + r.text(role, where + ".role") + "\n")
+        thinking = message.get("reasoning") or message.get("reasoning_content")
+        tool_calls = message.get("tool_calls")
+        if thinking and (index > last_user or (preserve_thinking and tool_calls)):
+            out.append(tokens.THOUGHT_OPEN + r.text(thinking, where + ".reasoning_content") + "\n" + tokens.CHANNEL_CLOSE)
+        if tool_calls:
+            for i, tool_call in enumerate(tool_calls):
+                out.append(r.call(tool_call, f"{where}.tool_calls[{i}]"))
+            prev_type = "tool_call"
+        responded = False
+        if message.get("tool_responses"):  # legacy: results embedded in the assistant message
+            for i, tool_response in enumerate(message["tool_responses"]):
+                out.append(r.response(tool_response.get("name") or "unknown", tool_response.get("response"),
+                                      f"{where}.tool_responses[{i}]"))
+                responded = True
+                prev_type = "tool_response"
+        elif tool_calls:
+            for k in range(index + 1, len(loop)):
+                follow = loop[k]
+                if follow["role"] != "tool":
+                    break
+                follow_at = f"messages[{k + offset}]"
+                name = follow.get("name") or "unknown"
+                for tc in tool_calls:
+                    if tc.get("id") == follow.get("tool_call_id"):
+                        name = tc["function"]["name"]
+                body = follow.get("content")
+                if isinstance(body, (list, tuple)):
+                    text = "".join(str(part.get("text", "")) for part in body if part.get("type") == "text")
+                    out.append(r.response(name, text, follow_at))
+                    for part in body:
+                        kind = part.get("type")
+                        if kind in ("image", "image_url"):
+                            out.append(tokens.IMAGE)
+                        elif kind in ("audio", "input_audio"):
+                            out.append(tokens.AUDIO)
+                        elif kind == "video":
+                            out.append(tokens.VIDEO)
+                else:
+                    out.append(r.response(name, body, follow_at))
+                responded = True
+                prev_type = "tool_response"
+        captured = r.content(message.get("content"), role, where + ".content")
+        out.append(captured)
+        has_content = bool(captured.strip())
+        next_role = next((m["role"] for m in loop[index + 1:] if m["role"] != "tool"), None)
+        continues = role == "model" and next_role == "assistant" and (not tool_calls or responded)
+        if prev_type == "tool_call" and not responded:
+            out.append(tokens.TOOL_RESPONSE_OPEN)
+        elif continues:
+            pass
+        elif not (responded and not has_content and next_role is None):
+            out.append(tokens.TURN_CLOSE + "\n")
+        prev_non_tool_role = message["role"]
+
+    if add_generation_prompt:
+        if prev_type not in ("tool_response", "tool_call"):
+            out.append(tokens.TURN_OPEN + "model\n")
+            if variant == "31b" and not enable_thinking:
+                out.append(tokens.THOUGHT_OPEN + tokens.CHANNEL_CLOSE)
+        elif prev_type == "tool_response" and enable_thinking:
+            out.append(tokens.THOUGHT_OPEN)
+    return "".join(out)

@@ -1,0 +1,257 @@
+"""The `omp` profile: OMP's Gemma dialect, byte for byte (SPEC §6).
+
+Messages use OMP's own JSON shape (camelCase): `system`/`developer`/`user` with string or part-list
+content, `assistant` with `text`, `thinking` and `toolCall` parts, and `toolResult` with
+`toolCallId`, `toolName`, `content` parts and `isError`. Numbers are written as JavaScript writes
+them (OMP is TypeScript).
+
+Every renderer takes `unsafe`: "error" (default) refuses content holding a control token,
+"strip" removes such tokens, "allow" passes them through as OMP does.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .. import tokens
+from ..model import ToolCall
+from . import js
+from .safety import check_policy, guard
+from .values import ValueWriter, key_bare_if_possible
+
+_WRITERS = {policy: ValueWriter(number=js.number, key=key_bare_if_possible, unsafe=policy)
+            for policy in ("error", "strip", "allow")}
+
+
+def _writer(unsafe: str) -> ValueWriter:
+    check_policy(unsafe)
+    return _WRITERS[unsafe]
+
+
+def _name(name: str, where: str, unsafe: str) -> str:
+    return guard(name, where, unsafe)
+
+
+def render_tool_call(name: str, arguments: dict, *, unsafe: str = "error", where: str = "call") -> str:
+    """`<|tool_call>call:NAME{k:v,...}<tool_call|>`, keys in insertion order."""
+    if not isinstance(arguments, dict):
+        raise TypeError(f"arguments must be a dict, not {type(arguments).__name__} ({where})")
+    return (tokens.TOOL_CALL_OPEN + tokens.CALL_KEYWORD + _name(name, f"{where}.name", unsafe)
+            + _writer(unsafe).write(arguments, f"{where}.arguments") + tokens.TOOL_CALL_CLOSE)
+
+
+def render_tool_calls(calls, *, unsafe: str = "error") -> str:
+    """Several calls, concatenated; each a ToolCall or a {"name", "arguments"} dict."""
+    out = []
+    for i, call in enumerate(calls):
+        if isinstance(call, ToolCall):
+            name, arguments = call.name, call.arguments
+        else:
+            name, arguments = call["name"], call.get("arguments") or {}
+        out.append(render_tool_call(name, arguments, unsafe=unsafe, where=f"calls[{i}]"))
+    return "".join(out)
+
+
+def _result_value(text: str):
+    """A tool's text as OMP sends it: JSON when it parses as JSON, the text itself otherwise."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def render_tool_results(results, *, unsafe: str = "error") -> str:
+    """`<|tool_response>response:NAME{output:VALUE}<tool_response|>` per result (dicts with
+    "name", "text" and "is_error"; the wire has no error flag, so an error result has the same
+    shape and its failure must be in its text)."""
+    writer = _writer(unsafe)
+    out = []
+    for i, result in enumerate(results):
+        where = f"results[{i}]"
+        name = _name(result["name"], f"{where}.name", unsafe)
+        value = _result_value(result.get("text", ""))
+        out.append(tokens.TOOL_RESPONSE_OPEN + tokens.RESPONSE_KEYWORD + name + "{output:"
+                   + writer.write(value, f"{where}.text") + "}" + tokens.TOOL_RESPONSE_CLOSE)
+    return "".join(out)
+
+
+def render_thinking(text: str, *, unsafe: str = "error", where: str = "thinking") -> str:
+    """`<|channel>thought\\n` + text + `<channel|>`; empty thinking renders nothing."""
+    if not text:
+        return ""
+    return tokens.THOUGHT_OPEN + guard(text, where, unsafe) + tokens.CHANNEL_CLOSE
+
+
+# --- transcripts ------------------------------------------------------------------------------
+def _content_text(content, where: str, unsafe: str) -> str:
+    """String content, or text and image parts (images as `[Image: MIME]`); others ignored."""
+    if isinstance(content, str):
+        return guard(content, where, unsafe)
+    pieces = []
+    for i, part in enumerate(content or []):
+        kind = part.get("type")
+        if kind == "text":
+            pieces.append(guard(part.get("text", ""), f"{where}[{i}].text", unsafe))
+        elif kind == "image":
+            pieces.append(f"[Image: {part.get('mimeType', '')}]")
+    return "".join(pieces)
+
+
+def _turn(role: str, body: str) -> str:
+    return tokens.TURN_OPEN + role + "\n" + body + tokens.TURN_CLOSE
+
+
+def _results_of(messages, start: int, unsafe: str):
+    """The run of toolResult messages from `start`, rendered, and where the run ends."""
+    results = []
+    i = start
+    while i < len(messages) and messages[i].get("role") == "toolResult":
+        m = messages[i]
+        results.append({"name": guard(m.get("toolName", ""), f"messages[{i}].toolName", unsafe),
+                        "text": _content_text(m.get("content"), f"messages[{i}].content", unsafe),
+                        "is_error": bool(m.get("isError"))})
+        i += 1
+    return results, i
+
+
+def render_transcript(messages, *, unsafe: str = "error", model: str | None = None) -> str:
+    """`<bos>` then one turn per message (`developer` becomes `system`); an assistant message is a
+    `model` turn holding its thinking, its text, its calls, and the results that follow it."""
+    check_policy(unsafe)
+    if model is not None:
+        from ..family import require_gemma4
+
+        require_gemma4(model)
+    out = [tokens.BOS]
+    i = 0
+    while i < len(messages):
+        message = messages[i]
+        role = message.get("role")
+        where = f"messages[{i}]"
+        if role in ("system", "developer", "user"):
+            out.append(_turn("user" if role == "user" else "system",
+                             _content_text(message.get("content"), f"{where}.content", unsafe)))
+            i += 1
+        elif role == "assistant":
+            thinking, text, calls = [], [], []
+            for j, part in enumerate(message.get("content") or []):
+                kind = part.get("type")
+                if kind == "thinking":
+                    thinking.append(part.get("thinking", ""))
+                elif kind == "text":
+                    text.append(guard(part.get("text", ""), f"{where}.content[{j}].text", unsafe))
+                elif kind == "toolCall":
+                    calls.append(render_tool_call(part.get("name", ""), part.get("arguments") or {}, unsafe=unsafe,
+                                                  where=f"{where}.content[{j}]"))
+            results, i = _results_of(messages, i + 1, unsafe)
+            body = (render_thinking("\n".join(thinking), unsafe=unsafe, where=f"{where}.thinking") + "".join(text)
+                    + "".join(calls) + render_tool_results(results, unsafe="allow"))
+            out.append(_turn("model", body))
+        elif role == "toolResult":  # results with no assistant message before them
+            results, i = _results_of(messages, i, unsafe)
+            out.append(_turn("model", render_tool_results(results, unsafe="allow")))
+        else:
+            raise ValueError(f"unknown role {role!r} ({where})")
+    return "".join(out)
+
+
+# --- tools --------------------------------------------------------------------------------------
+def _openai_tool(tool: dict) -> dict:
+    function = {"name": tool["name"]}
+    if tool.get("description") is not None:
+        function["description"] = tool["description"]
+    if tool.get("parameters") is not None:
+        function["parameters"] = tool["parameters"]
+    return {"type": "function", "function": function}
+
+
+def render_tool_catalog(tools, *, unsafe: str = "error") -> str:
+    """One compact OpenAI-style JSON object per tool, one per line."""
+    check_policy(unsafe)
+    return "\n".join(guard(js.dumps(_openai_tool(t)), f"tools[{i}]", unsafe) for i, t in enumerate(tools))
+
+
+def format_guide() -> str:
+    """How the model is to call tools in this dialect (goes where `{{DIALECT}}` stands)."""
+    d = tokens.STRING_DELIMITER
+    return (
+        "To call a tool, write one block per call, nothing else inside it:\n"
+        f"{tokens.TOOL_CALL_OPEN}call:TOOL_NAME{{key:value,key:value}}{tokens.TOOL_CALL_CLOSE}\n"
+        f"- Write every string between {d} delimiters: path:{d}src/main.py{d}. Nothing inside is escaped;"
+        " quotes, commas, braces and newlines are written as they are.\n"
+        "- Numbers, true, false and null are written bare; lists as [a,b]; objects as {key:value}.\n"
+        "- Keys are bare words. No spaces are needed anywhere.\n"
+        "- For several independent calls, write several blocks one after another.\n"
+        f"- Never write {tokens.TOOL_RESPONSE_OPEN} yourself: results come back to you after your calls.\n"
+        "- If you reason first, finish reasoning before the first call; nothing follows your calls.\n"
+        f"Example: {tokens.TOOL_CALL_OPEN}call:get_weather{{location:{d}Tokyo, JP{d},days:3}}{tokens.TOOL_CALL_CLOSE}"
+    )
+
+
+DEFAULT_PROMPT_TEMPLATE = (
+    "You can use the tools below.\n\n{{TOOLS}}\n\n{{DIALECT}}"
+)
+
+
+def render_tool_prompt(tools, template: str = DEFAULT_PROMPT_TEMPLATE, *, unsafe: str = "error") -> str:
+    """A system prompt: `template` with `{{TOOLS}}` (the catalog in `<tools>` tags) and
+    `{{DIALECT}}` (the format guide) filled in."""
+    catalog = "<tools>\n" + render_tool_catalog(tools, unsafe=unsafe) + "\n</tools>"
+    return template.replace("{{TOOLS}}", catalog).replace("{{DIALECT}}", format_guide())
+
+
+# --- inventory ------------------------------------------------------------------------------------
+def _ts_type(schema: dict, indent: str) -> list[str]:
+    """A JSON schema as TypeScript type text (lines; the first continues the current line)."""
+    if not isinstance(schema, dict):
+        return ["any"]
+    if "enum" in schema and isinstance(schema["enum"], list):
+        return [" | ".join(json.dumps(v, ensure_ascii=False) for v in schema["enum"]) or "never"]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return [" | ".join(_ts_type({**schema, "type": k}, indent)[0] for k in kind)]
+    if kind == "object" or "properties" in schema:
+        properties = schema.get("properties") or {}
+        if not properties:
+            return ["object"]
+        required = set(schema.get("required") or [])
+        lines = ["{"]
+        for name, prop in properties.items():
+            description = prop.get("description") if isinstance(prop, dict) else None
+            if description:
+                lines += [f"{indent}  // {line}" for line in str(description).splitlines()]
+            key = name if key_bare_if_possible(name) == name and not name[:1].isdigit() else json.dumps(name)
+            sub = _ts_type(prop, indent + "  ")
+            lines.append(f"{indent}  {key}{'' if name in required else '?'}: {sub[0]}")
+            lines += sub[1:]
+            lines[-1] += ","
+        lines.append(f"{indent}}}")
+        return lines
+    if kind == "array":
+        items = _ts_type(schema.get("items") or {}, indent)
+        head = items[0] if len(items) == 1 and " | " not in items[0] else None
+        if head is not None:
+            return [head + "[]"]
+        return ["Array<" + items[0]] + items[1:-1] + [items[-1] + ">"] if len(items) > 1 else ["Array<" + items[0] + ">"]
+    return [{"string": "string", "integer": "number", "number": "number", "boolean": "boolean",
+             "null": "null"}.get(kind, "any")]
+
+
+def render_tool_inventory(tools, *, unsafe: str = "error") -> str:
+    """`## functions` and one `namespace functions { ... }` block: each tool's description as `//`
+    lines above `type NAME = (_: PARAMS) => any;`, its `examples` as `// @example` lines."""
+    check_policy(unsafe)
+    lines = ["## functions", "", "namespace functions {", ""]
+    for i, tool in enumerate(tools):
+        where = f"tools[{i}]"
+        for line in str(tool.get("description") or "").splitlines():
+            lines.append("// " + guard(line, f"{where}.description", unsafe))
+        for example in tool.get("examples") or []:
+            lines.append("// @example " + guard(example if isinstance(example, str) else json.dumps(example), f"{where}.examples", unsafe))
+        params = _ts_type(tool.get("parameters") or {"type": "object"}, "")
+        lines.append(f"type {guard(tool['name'], f'{where}.name', unsafe)} = (_: {params[0]}")
+        lines += [guard(line, f"{where}.parameters", unsafe) for line in params[1:]]
+        lines[-1] += ") => any;"
+        lines.append("")
+    lines.append("} // namespace functions")
+    return "\n".join(lines)

@@ -1,0 +1,110 @@
+"""Python values into the value language, for every profile (SPEC §3, §6).
+
+One writer, configured per profile: how numbers are written (Python's `str`, or JavaScript's),
+how keys are written (bare when the grammar's KEY terminal accepts them, or always bare, or always
+quoted), whether object keys are sorted, and the safety policy for every string. It keeps an
+explicit stack, so any nesting depth works.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..grammar import terminal_pattern
+from ..tokens import STRING_DELIMITER
+from .safety import describe, guard
+
+_KEY = terminal_pattern("KEY")
+
+
+def python_number(value) -> str:
+    """What the official template writes: Python's `str`."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value!r} has no text in the value language")
+    return str(value)
+
+
+def key_bare_if_possible(key: str) -> str:
+    """Canonical keys: bare when the grammar's KEY terminal takes them, else a delimited string."""
+    return key if _KEY.fullmatch(key) else STRING_DELIMITER + key + STRING_DELIMITER
+
+
+def key_bare(key: str) -> str:
+    return key
+
+
+def key_quoted(key: str) -> str:
+    return STRING_DELIMITER + key + STRING_DELIMITER
+
+
+def _case_insensitive(item):
+    key = item[0]
+    return key.lower() if isinstance(key, str) else key
+
+
+class ValueWriter:
+    def __init__(self, *, number=python_number, key=key_bare_if_possible, sort_keys: bool = False,
+                 unsafe: str = "error"):
+        self.number = number
+        self.key = key
+        self.sort_keys = sort_keys
+        self.unsafe = unsafe
+
+    def _string(self, text: str, where: str) -> str:
+        # guard() refuses or strips the delimiter like any control token; with unsafe="allow" it
+        # passes through, and the text no longer parses as the value it came from.
+        return STRING_DELIMITER + guard(text, where, self.unsafe) + STRING_DELIMITER
+
+    def write(self, value, where: str = "value") -> str:
+        out: list[str] = []
+        stack: list = [(value, where)]
+        unsafe = self.unsafe
+        while stack:
+            item, path = stack.pop()
+            if path is None:  # literal punctuation
+                out.append(item)
+            elif item is None:
+                out.append("null")
+            elif item is True:
+                out.append("true")
+            elif item is False:
+                out.append("false")
+            elif isinstance(item, str):
+                out.append(self._string(item, path))
+            elif isinstance(item, (int, float)):
+                out.append(self.number(item))
+            elif isinstance(item, dict):
+                items = list(item.items())
+                if self.sort_keys:
+                    items.sort(key=_case_insensitive)
+                pending = [("}", None)]
+                last = len(items) - 1
+                for i in range(last, -1, -1):
+                    k, v = items[i]
+                    if not isinstance(k, str):
+                        raise TypeError(f"object keys must be str, not {type(k).__name__} ({describe(path)})")
+                    child = (path, k)
+                    pending.append((v, child))
+                    pending.append(("," * (i > 0) + self.key(guard(k, child, unsafe)) + ":", None))
+                pending.append(("{", None))
+                stack.extend(pending)
+            elif isinstance(item, (list, tuple)):
+                pending = [("]", None)]
+                for i in range(len(item) - 1, -1, -1):
+                    pending.append((item[i], (path, i)))
+                    if i:
+                        pending.append((",", None))
+                pending.append(("[", None))
+                stack.extend(pending)
+            else:
+                raise TypeError(f"{type(item).__name__} has no text in the value language ({describe(path)})")
+        return "".join(out)
+
+
+CANONICAL = ValueWriter()
+
+
+def dump_value(value, *, unsafe: str = "error") -> str:
+    """The canonical text of a value: no whitespace, bare keys where possible, strings in
+    `<|"|>`, numbers as Python writes them."""
+    return (CANONICAL if unsafe == "error" else ValueWriter(unsafe=unsafe)).write(value)
