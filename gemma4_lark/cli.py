@@ -57,6 +57,14 @@ def cmd_decode(args) -> int:
     return 0
 
 
+def cmd_conformance(args) -> int:
+    from .conformance import export
+
+    counts = export(args.directory)
+    print(f"wrote {counts['valid']} valid, {counts['invalid']} invalid and {counts['streams']} stream cases to {args.directory}")
+    return 0
+
+
 def cmd_render(args) -> int:
     from .render import official, omp
     from .render.safety import UnsafeContentError
@@ -93,6 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--indent", type=int, default=None)
     p.add_argument("--max-depth", type=int, default=strict.DEFAULT_MAX_DEPTH)
     p.set_defaults(run=cmd_decode)
+
+    p = sub.add_parser("conformance", help="the conformance corpus, for other implementations")
+    p.add_argument("action", choices=["export"])
+    p.add_argument("directory", metavar="DIR")
+    p.set_defaults(run=cmd_conformance)
 
     p = sub.add_parser("render", help="render a conversation as a Gemma 4 prompt")
     p.add_argument("messages", metavar="messages.json", help="messages (OpenAI shape for official, OMP shape for omp)")

@@ -9,12 +9,12 @@ no terminal at all). Terminal names come from the grammar; nothing here re-state
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 
 import lark
 from lark.parsers.lalr_parser_state import ParserState
 
 from .grammar import literal_terminals, terminal_literal
+from .diagnostics import Diagnostic, line_and_column  # noqa: F401 - re-exported
 from .tokens import STRING_DELIMITER
 
 # Terminals that can begin a value, and so are expected wherever a value may stand.
@@ -62,37 +62,6 @@ def _rebuild(cls, state):
     err.__dict__.update(state)
     ValueError.__init__(err, str(err))
     return err
-
-
-@dataclass(frozen=True)
-class Diagnostic:
-    """One finding of `validate` (or of a lenient decode): severity "error" or "warning"."""
-
-    severity: str
-    code: str
-    message: str
-    line: int
-    column: int
-    pos: int
-
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
-
-    def format(self, filename: str = "<input>") -> str:
-        return f"{filename}:{self.line}:{self.column}: {self.severity}: {self.message}"
-
-    @classmethod
-    def from_error(cls, err: GemmaSyntaxError, offset: int = 0, source: str | None = None):
-        pos = err.pos + offset
-        line, column = line_and_column(source, pos) if source is not None else (err.line, err.column)
-        return cls("error", "syntax", err.message, line, column, pos)
-
-
-def line_and_column(source: str, pos: int) -> tuple[int, int]:
-    """1-based line and column of a 0-based offset."""
-    line = source.count("\n", 0, pos) + 1
-    column = pos - (source.rfind("\n", 0, pos) + 1) + 1
-    return line, column
 
 
 def readable(name: str) -> str:

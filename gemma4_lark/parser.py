@@ -15,7 +15,7 @@ from . import grammar
 from .errors import GemmaSyntaxError, from_lark
 from .lalr import LeanLALR
 from .model import ModelOutput, ToolCall, ToolDeclaration, ToolResponse, Thought, Transcript
-from .values import Build, DepthExceeded, ParseState, current
+from .values import Build, DepthExceeded, NumberOutOfRange, ParseState, current
 
 DEFAULT_MAX_DEPTH = 512
 
@@ -49,6 +49,12 @@ def parse(text: str, start: str, *, max_depth: int = DEFAULT_MAX_DEPTH, duplicat
             f"nesting deeper than {exc.max_depth} levels", source=text, pos=exc.pos,
             text=text[exc.pos],
         ) from None
+    except NumberOutOfRange as exc:
+        end = exc.pos
+        while end < len(text) and text[end] not in " \t\r\n,}]":
+            end += 1
+        raise GemmaSyntaxError(f"number out of range: `{text[exc.pos:end]}` is beyond a double",
+                               source=text, pos=exc.pos, text=text[exc.pos:end]) from None
     except lark.exceptions.UnexpectedInput as exc:
         raise from_lark(exc, text) from None
     finally:

@@ -36,6 +36,16 @@ class ParseState:
 current: contextvars.ContextVar[ParseState] = contextvars.ContextVar("gemma4_parse_state")
 
 
+_INFINITY = float("inf")
+
+
+class NumberOutOfRange(Exception):
+    """A number beyond the range of a double."""
+
+    def __init__(self, pos: int):
+        self.pos = pos
+
+
 class DepthExceeded(Exception):
     """Raised from the lexer when brackets nest deeper than the parse allows."""
 
@@ -78,7 +88,7 @@ class Build:
 
     RBRACKET = RBRACE
 
-    KEY = STRING = Located
+    KEY = STRING = FLOAT = Located
 
     # --- values ------------------------------------------------------------------------------
     def string(self, token):
@@ -88,7 +98,10 @@ class Build:
         return int(token)
 
     def float(self, token):
-        return float(token)
+        value = float(token)
+        if value in (_INFINITY, -_INFINITY):  # 1e1000 overflows: a number has to be a double
+            raise NumberOutOfRange(token.pos)
+        return value
 
     def true(self, _token):
         return True

@@ -4,7 +4,7 @@ Feed chunks of any size (split anywhere, even inside a token) to a `StreamParser
 thinking and tool-call events whose spans tile the stream. Sans-IO: no I/O happens here.
 """
 
-from .events import (
+from gemma4_lark.events import (
     Event, Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
 )
 from .output import ParsedOutput, collect, parse_output, parse_stream

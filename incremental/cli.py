@@ -79,3 +79,28 @@ def cmd_parse(args) -> int:
             message["tool_calls"] = [c.to_openai() for c in result.calls]
         print(json.dumps(message, ensure_ascii=False))
     return 1 if result.errors else 0
+
+
+def register_fuzz(sub) -> None:
+    p = sub.add_parser("fuzz", help="differential fuzzing: grammar parsers against hand-written ones, or a target")
+    p.add_argument("--examples", type=int, default=200, help="examples per property")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--target", metavar="CMD", help="an external parser speaking the JSONL protocol (see gemma4_lark.fuzz)")
+    p.set_defaults(run=cmd_fuzz)
+
+
+def cmd_fuzz(args) -> int:
+    from gemma4_lark.fuzz import run_campaign
+
+    def progress(label, tried, finding):
+        status = "DISAGREE" if finding else "ok"
+        print(f"{status:>8}  {tried:>6} cases  {label}", flush=True)
+        if finding:
+            print("          counterexample (shrunk):")
+            for line in (finding.example or finding.detail).splitlines():
+                print("            " + line)
+            print("          " + finding.detail.splitlines()[0][:300])
+
+    report = run_campaign(StreamParser, examples=args.examples, seed=args.seed, target=args.target, progress=progress)
+    print(f"{sum(report.tried.values())} cases tried, {len(report.findings)} disagreement(s)")
+    return 0 if report.ok else 1

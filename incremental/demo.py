@@ -10,7 +10,7 @@ from importlib import resources
 from gemma4_lark import tokens
 from gemma4_lark.validate import validate
 
-from .events import ToolCallEnd
+from gemma4_lark.events import ToolCallEnd
 from .parser import StreamParser
 
 _COLOURS = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
-from .events import Stop, Text, ThinkingEnd, ToolCallEnd, ToolCallError
+from gemma4_lark.events import Stop, Text, ThinkingEnd, ToolCallEnd, ToolCallError
 from .parser import StreamParser
 
 

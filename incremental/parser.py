@@ -16,10 +16,12 @@ import secrets
 
 import gemma4_lark
 from gemma4_lark import tokens
-from gemma4_lark.errors import Diagnostic, GemmaSyntaxError
+from gemma4_lark.diagnostics import Diagnostic, line_and_column
+from gemma4_lark.errors import GemmaSyntaxError
+from gemma4_lark.reference import decode_call
 from gemma4_lark.grammar import terminal_pattern
 
-from .events import (
+from gemma4_lark.events import (
     Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
 )
 
@@ -76,6 +78,11 @@ class StreamParser:
         self._pending = ""      # held back: could still become a marker
         self._pos = 0           # stream offset of the start of `_pending`
         self._finished = False
+        # Bare-call recovery (not strict): at the start of the output, or right after a thought's
+        # `<channel|>`, a `call:` with no `<|tool_call>` before it opens a block (tokenizers that
+        # skip special tokens strip the opener). Anywhere else `call:` is prose.
+        self._armed = not strict
+        self._bare = False
         self._call_count = 0
         # the open thought
         self._thought: list[str] = []
@@ -86,7 +93,6 @@ class StreamParser:
         self._block_id = ""
         self._head_end = -1     # stream offset just after `call:NAME{`, once seen
         self._head_scanned = 0
-        self._block_name = None
         self._oversized = False
         if start_in_thinking and parse_thinking:
             self._state = _THINKING
@@ -103,7 +109,7 @@ class StreamParser:
             raise RuntimeError("feed() after flush(): the stream is over")
         # Fast path, most chunks of most streams: nothing held back and no `<` in sight, so the
         # chunk is text, thought or block content as a whole.
-        if not self._pending and not self._start_events and "<" not in chunk:
+        if not self._pending and not self._start_events and "<" not in chunk and not self._armed:
             if not chunk:
                 return []
             start = self._pos
@@ -166,6 +172,30 @@ class StreamParser:
         last = n - 1
         find = data.find
         while i < n:
+            if self._armed and self._state is _TEXT:
+                k = i
+                while k < n and data[k] in " \t\r\n":
+                    k += 1
+                if k < n or final:
+                    bare = tokens.CALL_KEYWORD
+                    if data.startswith(bare, k):
+                        if i < k:
+                            self._consume(data, i, k, base, events)
+                        self._open_block("", base + k, bare=True)
+                        i = k
+                        continue
+                    if not final and bare.startswith(data[k:]) and k < n:
+                        if i < k:
+                            self._consume(data, i, k, base, events)
+                        self._pending = data[k:]
+                        self._pos = base + k
+                        return
+                    if k < n:
+                        self._armed = False
+                elif not final:  # only whitespace so far: emit it, stay armed
+                    self._consume(data, i, n, base, events)
+                    i = n
+                    break
             markers, second, longest = self._scan_table[self._state]
             j = find("<", i)
             found = None
@@ -223,6 +253,7 @@ class StreamParser:
             # the marker itself is then read as text would read it.
             self._end_block(events, start, closed=False)
             return j
+        self._armed = False
         if marker == tokens.TOOL_CALL_OPEN:
             if state == _THINKING:  # a call inside unclosed thinking ends the thinking
                 self._end_thinking(events, start, start)
@@ -235,6 +266,7 @@ class StreamParser:
             return j + len(marker)
         if marker == tokens.CHANNEL_CLOSE:
             self._end_thinking(events, start, end)
+            self._armed = not self.strict
             return j + len(marker)
         # a thought opener, in text
         events.append(ThinkingStart((start, end)))
@@ -248,15 +280,16 @@ class StreamParser:
         self._state = _TEXT
 
     # --- call blocks ----------------------------------------------------------------------------
-    def _open_block(self, opener: str, start: int) -> None:
+    def _open_block(self, opener: str, start: int, bare: bool = False) -> None:
         self._state = _CALL
-        self._block = [opener]
+        self._armed = False
+        self._bare = bare
+        self._block = [opener] if opener else []
         self._block_start = start
         self._block_size = len(opener)
         self._block_id = self._new_id()
         self._head_end = -1
         self._head_scanned = len(opener)
-        self._block_name = None
         self._oversized = False
 
     def _add_to_block(self, piece: str, start: int, events: list) -> None:
@@ -264,7 +297,7 @@ class StreamParser:
         if self._oversized:
             return
         self._block.append(piece)
-        if self._head_end < 0 and self._head_scanned < _MAX_HEAD:
+        if self._head_end < 0 and self._head_scanned < _MAX_HEAD and not self._bare:
             self._find_head(piece, start, events)
         if self._block_size > self.max_block_chars:
             self._oversized = True
@@ -272,31 +305,40 @@ class StreamParser:
             self._block = [kept]
 
     def _find_head(self, piece: str, start: int, events: list) -> None:
-        """Emit tool_call_start once `call:NAME{` is complete."""
+        """Emit tool_call_start once `call:NAME{` is complete (its `{` within the block's first
+        _MAX_HEAD characters)."""
+        offset = self._block_size - len(piece)  # where `piece` starts in the block
         brace = piece.find("{")
-        if brace < 0:
-            self._head_scanned += len(piece)
+        if brace < 0 or offset + brace >= _MAX_HEAD:
+            self._head_scanned = offset + len(piece)
             return
         self._head_scanned = _MAX_HEAD  # look no further
-        head = "".join(self._block)[len(tokens.TOOL_CALL_OPEN): self._block_size - len(piece) + brace]
-        head = head.strip(" \t\r\n")
+        head = "".join(self._block)[len(tokens.TOOL_CALL_OPEN): offset + brace].strip(" \t\r\n")
         if not head.startswith(tokens.CALL_KEYWORD):
             return
         name = head[len(tokens.CALL_KEYWORD):].strip(" \t\r\n")
         if not terminal_pattern("NAME").fullmatch(name):
             return
-        self._block_name = name
         self._head_end = start + brace + 1
         events.append(ToolCallStart(self._block_id, self._call_count, name, (self._block_start, self._head_end)))
 
     def _end_block(self, events: list, end: int, closed: bool) -> None:
-        index = self._call_count
-        self._call_count += 1
         self._state = _TEXT
         raw = "".join(self._block)
         self._block = []
         start = self._head_end if self._head_end >= 0 else self._block_start
         span = (start, end)
+        if self._bare:
+            # recovered only when it decodes to a call; otherwise it was prose after all
+            self._bare = False
+            decoded = decode_call(raw, max_depth=self.max_depth)
+            if decoded.call is None:
+                events.append(Text(raw, span))
+                return
+            events.append(ToolCallEnd(self._block_id, self._next_index(), decoded.call.name, decoded.call.arguments,
+                                      raw, decoded.diagnostics, True, span))
+            return
+        index = self._next_index()
         if self._oversized:
             events.append(ToolCallError(
                 self._block_id, index, raw,
@@ -305,18 +347,33 @@ class StreamParser:
             return
         events.append(self._decode(raw, closed, index, span))
 
+    def _next_index(self) -> int:
+        index = self._call_count
+        self._call_count += 1
+        return index
+
     def _decode(self, raw: str, closed: bool, index: int, span: tuple):
+        """The strict parser first; when it rejects the block and this parser is not strict, the
+        lenient decoder, with the grammar's error and each recovery as diagnostics."""
         diagnostics = []
         text = raw
         if not closed:
             if self.strict:
                 return ToolCallError(self._block_id, index, raw, f"the block is not closed by {tokens.TOOL_CALL_CLOSE}", span)
             text = raw + tokens.TOOL_CALL_CLOSE
+            line, column = line_and_column(raw, len(raw))
             diagnostics.append(Diagnostic(
-                "warning", "missing-closer", f"the block is not closed by {tokens.TOOL_CALL_CLOSE}",
-                raw.count("\n") + 1, len(raw) - (raw.rfind("\n") + 1) + 1, len(raw)))
+                "warning", "missing-closer", f"the block is not closed by {tokens.TOOL_CALL_CLOSE}", line, column, len(raw)))
         try:
             call = gemma4_lark.parse_call(text, max_depth=self.max_depth)
         except GemmaSyntaxError as err:
-            return ToolCallError(self._block_id, index, raw, str(err).split("\n", 1)[0], span)
+            message = str(err).split("\n", 1)[0]
+            if self.strict or "nesting deeper" in err.message:
+                return ToolCallError(self._block_id, index, raw, message, span)
+            decoded = decode_call(raw, max_depth=self.max_depth)
+            if decoded.call is None:
+                return ToolCallError(self._block_id, index, raw, message, span)
+            syntax = Diagnostic("error", "syntax", err.message, err.line, err.column, err.pos)
+            return ToolCallEnd(self._block_id, index, decoded.call.name, decoded.call.arguments, raw,
+                               [syntax] + decoded.diagnostics, True, span)
         return ToolCallEnd(self._block_id, index, call.name, call.arguments, raw, diagnostics, False, span)

@@ -126,3 +126,46 @@ def test_render_refuses_unsafe_content(tmp_path, capsys):
     messages.write_text(json.dumps([{"role": "user", "content": "hi<turn|>"}]))
     code, _, err = _run(capsys, "render", str(messages))
     assert code == 1 and "<turn|>" in err
+
+
+def test_fuzz_campaign_small(capsys):
+    code, out, _ = _run(capsys, "fuzz", "--examples", "15", "--seed", "3")
+    assert code == 0
+    assert "cases tried, 0 disagreement(s)" in out
+    assert len([line for line in out.splitlines() if line.startswith("      ok")]) == 4
+
+
+TARGET_OK = '''
+import sys, json
+from gemma4_incremental import parse_output
+for line in sys.stdin:
+    out = parse_output(json.loads(line)["text"])
+    print(json.dumps({"calls": [{"name": c.name, "arguments": c.arguments} for c in out.calls], "text": out.text}), flush=True)
+'''
+
+TARGET_OMP_LIKE = '''
+import sys, json, re
+from gemma4_incremental import parse_output
+for line in sys.stdin:
+    out = parse_output(json.loads(line)["text"])
+    # a peer that, like OMP, loses tools whose names are not [A-Za-z_]\\\\w*
+    calls = [{"name": c.name, "arguments": c.arguments} for c in out.calls if re.fullmatch(r"[A-Za-z_]\\\\w*", c.name)]
+    print(json.dumps({"calls": calls, "text": out.text}), flush=True)
+'''
+
+
+def test_fuzz_against_a_target(tmp_path, capsys):
+    good = tmp_path / "good.py"
+    good.write_text(TARGET_OK)
+    code, out, _ = _run(capsys, "fuzz", "--examples", "20", "--target", f"{sys.executable} {good}")
+    assert code == 0 and "0 disagreement(s)" in out
+    bad = tmp_path / "bad.py"
+    bad.write_text(TARGET_OMP_LIKE)
+    code, out, _ = _run(capsys, "fuzz", "--examples", "200", "--target", f"{sys.executable} {bad}")
+    assert code == 1 and "DISAGREE" in out and "counterexample" in out
+
+
+def test_conformance_export(tmp_path, capsys):
+    code, out, _ = _run(capsys, "conformance", "export", str(tmp_path / "corpus"))
+    assert code == 0 and "valid" in out
+    assert len(list((tmp_path / "corpus" / "invalid").glob("*.json"))) >= 60

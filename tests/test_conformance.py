@@ -28,6 +28,38 @@ def _load(base):
 def test_corpus_size():
     assert len(_cases("valid")) >= 80
     assert len(_cases("invalid")) >= 60
+    assert len(list((CORPUS / "streams").glob("*.json"))) >= 10
+
+
+def test_corpus_is_current(tmp_path):
+    """tests/conformance is exactly what `gemma4-lark conformance export` writes."""
+    from gemma4_lark.conformance import export
+
+    export(tmp_path)
+    for kind in ("valid", "invalid", "streams"):
+        ours = {p.name: p.read_bytes() for p in (CORPUS / kind).iterdir()}
+        fresh = {p.name: p.read_bytes() for p in (tmp_path / kind).iterdir()}
+        assert ours == fresh, f"tests/conformance/{kind} is stale: run gemma4-lark conformance export tests/conformance"
+
+
+def _stream_cases():
+    return sorted((CORPUS / "streams").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", _stream_cases(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("size", [0, 1, 3])
+def test_stream(path, size):
+    from gemma4_incremental import StreamParser
+
+    from stream_helpers import counter_ids, merged, split_every
+
+    case = json.loads(path.read_text(encoding="utf-8"))
+    parser = StreamParser(id_factory=counter_ids(), **case["options"])
+    events = []
+    for chunk in (split_every(case["text"], size) if size else [case["text"]]):
+        events += parser.feed(chunk)
+    events += parser.flush()
+    assert [e.to_dict() for e in merged(events)] == case["events"]
 
 
 @pytest.mark.parametrize("base", _cases("valid"), ids=lambda p: p.name)

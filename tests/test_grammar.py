@@ -88,8 +88,11 @@ def test_driver_and_lark_accept_the_same_corpus():
             try:
                 parse(text, start)
                 lean_ok = True
-            except g.GemmaSyntaxError:
+            except g.GemmaSyntaxError as err:
                 lean_ok = False
+                if "number out of range" in err.message:  # a value check after the syntax
+                    assert lark_ok, path.name
+                    continue
             assert lean_ok == lark_ok == (folder == "valid"), path.name
 
 

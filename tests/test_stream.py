@@ -129,12 +129,22 @@ def test_call_cut_by_end_of_stream_is_recovered_when_complete():
     assert out.calls[0].arguments == {"command": "pytest"}
 
 
-def test_incomplete_call_becomes_an_error_with_its_raw_text():
+def test_cut_off_call_is_recovered_leniently_and_refused_strictly():
     text = "Before <|tool_call>call:get_weather{location:" + D + "Tok"
     out = parse_output(text)
-    assert out.text == "Before " and out.calls == []
+    [call] = out.calls
+    assert out.text == "Before " and call.arguments == {"location": "Tok"} and call.recovered
+    assert [d.code for d in call.diagnostics] == ["syntax", "unterminated-string", "missing-closer", "missing-bracket"]
+    out = parse_output(text, strict=True)
     [error] = out.errors
-    assert error.raw == text[len("Before "):] and "unterminated string" in error.error
+    assert out.calls == [] and error.raw == text[len("Before "):] and "not closed" in error.error
+
+
+def test_undecodable_block_becomes_an_error_with_its_raw_text():
+    out = parse_output("a<|tool_call>get_weather{x:1}<tool_call|>b")
+    [error] = out.errors
+    assert out.calls == [] and error.raw == "<|tool_call>get_weather{x:1}<tool_call|>" and "missing `call:`" in error.error
+    assert out.text == "ab"
 
 
 def test_strict_mode_turns_unclosed_blocks_into_errors():
@@ -142,10 +152,32 @@ def test_strict_mode_turns_unclosed_blocks_into_errors():
     assert out.calls == [] and len(out.errors) == 1 and out.stop == "<turn|>"
 
 
-def test_invalid_block_is_an_error_event():
-    out = parse_output("<|tool_call>call:f{a:1,}<tool_call|>ok")
-    assert out.calls == [] and out.errors[0].raw == "<|tool_call>call:f{a:1,}<tool_call|>" and out.text == "ok"
+def test_invalid_block_is_recovered_with_diagnostics_or_refused_when_strict():
+    text = "<|tool_call>call:f{a:1,}<tool_call|>ok"
+    out = parse_output(text)
+    [call] = out.calls
+    assert call.arguments == {"a": 1} and call.recovered and out.text == "ok"
+    assert [(d.code, d.severity) for d in call.diagnostics] == [("syntax", "error"), ("trailing-comma", "warning")]
+    assert "trailing comma" in call.diagnostics[0].message
+    out = parse_output(text, strict=True)
+    assert out.calls == [] and out.errors[0].raw == "<|tool_call>call:f{a:1,}<tool_call|>"
     assert "trailing comma" in out.errors[0].error
+
+
+def test_bare_call_at_the_start_or_after_a_thought_is_recovered():
+    out = parse_output("call:bash{command:" + D + "ls" + D + "}")
+    assert [(c.name, c.arguments, c.recovered) for c in out.calls] == [("bash", {"command": "ls"}, True)]
+    out = parse_output("<|channel>thought\nplan\n<channel|>call:bash{command:" + D + "ls" + D + "}")
+    assert out.thinking == ["plan\n"] and out.calls[0].name == "bash" and out.text == ""
+    for size in (1, 2, 3):
+        assert merged(run(split_every("  call:f{a:1}", size))) == merged(run(["  call:f{a:1}"]))
+
+
+def test_call_in_prose_is_never_a_call():
+    for text in ["Then I call: the office.", "You can call:bash{x:1} yourself.", "call: me maybe", "callback"]:
+        out = parse_output(text)
+        assert out.calls == [] and out.errors == [] and out.text == text
+    assert parse_output("call:f{a:1}", strict=True).text == "call:f{a:1}"
 
 
 def test_stop_markers_are_reported_not_leaked():

@@ -1,10 +1,22 @@
-"""Writes the conformance corpus: tests/conformance/{valid,invalid}/NAME.{gemma,json}.
+"""The conformance corpus, for this project's tests and for other implementations.
 
-Every expectation below is written by hand from SPEC §3 and the grammar's comments; nothing is
-produced by running a parser. In invalid inputs, `‸` marks where the error must be reported (it
-is removed from the input). Run `python tests/conformance/build_corpus.py` after editing.
+`gemma4-lark conformance export DIR` writes it as data, in the spirit of toml-test:
 
-The JSON encodes values as the project's `to_jsonable` does: a block is {"type", "name",
+    DIR/valid/NAME.gemma     an input the grammar accepts
+    DIR/valid/NAME.json      {"start": start rule, "expected": the decoded value as JSON}
+    DIR/invalid/NAME.gemma   an input the grammar rejects
+    DIR/invalid/NAME.json    {"start", "line", "column", "pos", "message": a fragment of ours}
+    DIR/streams/NAME.json    {"text", "options", "events"}: a model output and the events a
+                             streaming parser gives for it (consecutive text and thinking
+                             deltas merged), with their spans; call ids are call_0, call_1, ...
+
+Every expectation below is written by hand from SPEC §3, §5 and the grammar's comments; nothing is
+produced by running a parser. In invalid inputs, `‸` marks where the error must be reported (it is
+removed from the input). A stream's events are given with the exact text each one covers, so
+their spans follow from the text. `tests/conformance/` holds this export, and a test checks it is
+current: after editing, run `gemma4-lark conformance export tests/conformance`.
+
+Values are encoded as `gemma4_lark.model.to_jsonable` does: a block is {"type", "name",
 "arguments"|"fields"}, and floats are written with a fraction or exponent so they read back as
 floats.
 """
@@ -14,7 +26,6 @@ import pathlib
 import shutil
 
 D = '<|"|>'
-HERE = pathlib.Path(__file__).parent
 MARK = "\u2038"
 
 
@@ -94,6 +105,7 @@ VALID = [
     ("float-negative-leading-dot", V, "-.5", -0.5),
     ("float-exponent-no-fraction", V, "1e5", 100000.0),
     ("float-trailing-dot", V, "3.", 3.0),
+    ("float-underflow-to-zero", V, "-1e-1000", -0.0),
     # --- literals
     ("true", V, "true", True),
     ("false", V, "false", False),
@@ -282,6 +294,7 @@ INVALID = [
     ("malformed-number-lone-dot", CB, call("f", "{a:‸.}"), "malformed number"),
     ("malformed-number-arithmetic", CB, call("calculator", "{expression:‸432+1}"), "malformed number"),
     ("malformed-number-exponent-sign-only", CB, call("f", "{a:‸1e+}"), "malformed number"),
+    ("number-out-of-range", CB, call("f", "{a:‸1e1000}"), "number out of range"),
     ("text-after-closing-brace", CB, "<|tool_call>call:f{a:1} ‸extra<tool_call|>", "text after the closing brace"),
     ("missing-closing-brace", CB, "<|tool_call>call:f{a:1‸", "missing `}`"),
     ("missing-arguments", CB, "<|tool_call>call:f‸<tool_call|>", "expected `{`"),
@@ -326,23 +339,117 @@ INVALID = [
 ]
 
 
+# --- streams --------------------------------------------------------------------------------------
+def _end(index, name, arguments, raw, diagnostics=(), recovered=False):
+    return ("tool_call_end", {"id": f"call_{index}", "index": index, "name": name, "arguments": arguments,
+                              "raw": raw, "diagnostics": list(diagnostics), "recovered": recovered})
+
+
+def _start(index, name):
+    return ("tool_call_start", {"id": f"call_{index}", "index": index, "name": name})
+
+
+CALL = "<|tool_call>call:get_weather{location:" + s("Tokyo, JP") + "}<tool_call|>"
+STREAMS = [
+    ("text-only", {}, [(("text", {"text": "The answer is 42."}), "The answer is 42.")]),
+    ("one-call", {}, [
+        (_start(0, "get_weather"), "<|tool_call>call:get_weather{"),
+        (_end(0, "get_weather", {"location": "Tokyo, JP"}, CALL), "location:" + s("Tokyo, JP") + "}<tool_call|>"),
+    ]),
+    ("prose-thought-parallel-calls-stop", {}, [
+        (("text", {"text": "Let me check. "}), "Let me check. "),
+        (("thinking_start", {}), "<|channel>thought\n"),
+        (("thinking_delta", {"text": "two calls"}), "two calls"),
+        (("thinking_end", {"text": "two calls"}), "<channel|>"),
+        (_start(0, "a"), "<|tool_call>call:a{"),
+        (_end(0, "a", {"x": 1}, "<|tool_call>call:a{x:1}<tool_call|>"), "x:1}<tool_call|>"),
+        (_start(1, "b-c"), "<|tool_call>call:b-c{"),
+        (_end(1, "b-c", {}, "<|tool_call>call:b-c{}<tool_call|>"), "}<tool_call|>"),
+        (("stop", {"marker": "<|tool_response>"}), "<|tool_response>"),
+    ]),
+    ("closer-inside-string", {}, [
+        (_start(0, "todowrite"), "<|tool_call>call:todowrite{"),
+        (_end(0, "todowrite", {"content": "literal }<tool_call|> inside"},
+              "<|tool_call>call:todowrite{content:" + s("literal }<tool_call|> inside") + "}<tool_call|>"),
+         "content:" + s("literal }<tool_call|> inside") + "}<tool_call|>"),
+        (("text", {"text": " after"}), " after"),
+    ]),
+    ("thought-without-newline", {}, [
+        (("thinking_start", {}), "<|channel>thought"),
+        (("thinking_delta", {"text": "short"}), "short"),
+        (("thinking_end", {"text": "short"}), "<channel|>"),
+        (("text", {"text": "ok"}), "ok"),
+    ]),
+    ("empty-thought", {}, [
+        (("thinking_start", {}), "<|channel>thought\n"),
+        (("thinking_end", {"text": ""}), "<channel|>"),
+        (("text", {"text": "5 + 3 = 8"}), "5 + 3 = 8"),
+    ]),
+    ("call-inside-unclosed-thinking", {}, [
+        (("thinking_start", {}), "<|channel>thought\n"),
+        (("thinking_delta", {"text": "Let's go."}), "Let's go."),
+        (("thinking_end", {"text": "Let's go."}), ""),
+        (_start(0, "f"), "<|tool_call>call:f{"),
+        (_end(0, "f", {}, "<|tool_call>call:f{}<tool_call|>"), "}<tool_call|>"),
+    ]),
+    ("start-in-thinking", {"start_in_thinking": True}, [
+        (("thinking_start", {}), ""),
+        (("thinking_delta", {"text": "Sure, 42"}), "Sure, 42"),
+        (("thinking_end", {"text": "Sure, 42"}), "<channel|>"),
+        (("text", {"text": "Hello"}), "Hello"),
+    ]),
+    ("thinking-off", {"parse_thinking": False}, [
+        (("text", {"text": "<|channel>thought\nx<channel|>y"}), "<|channel>thought\nx<channel|>y"),
+    ]),
+    ("turn-end-stops", {}, [
+        (("text", {"text": "The answer is 4."}), "The answer is 4."),
+        (("stop", {"marker": "<turn|>"}), "<turn|>"),
+    ]),
+    ("call-closed-by-turn-end", {}, [
+        (_start(0, "gdb"), "<|tool_call>call:gdb{"),
+        # the diagnostic points just past the raw block (43 characters): line 1, column 44
+        (_end(0, "gdb", {"args": "-batch"}, "<|tool_call>call:gdb{args:" + s("-batch") + "}",
+              [{"severity": "warning", "code": "missing-closer", "message": "the block is not closed by <tool_call|>",
+                "line": 1, "column": 44, "pos": 43}]),
+         "args:" + s("-batch") + "}"),
+        (("stop", {"marker": "<turn|>"}), "<turn|>"),
+    ]),
+    ("markup-in-text-is-text", {}, [
+        (("text", {"text": "a < b, {not a block}, <|tool_c"}), "a < b, {not a block}, <|tool_c"),
+    ]),
+]
+
+
+def _stream_files():
+    for name, options, pieces in STREAMS:
+        text = "".join(piece for _, piece in pieces)
+        events, pos = [], 0
+        for (kind, fields), piece in pieces:
+            event = {"type": kind, **fields, "span": [pos, pos + len(piece)]}
+            pos += len(piece)
+            events.append(event)
+        yield name, {"text": text, "options": options, "events": events}
+
+
 def line_col(text, pos):
     line = text.count("\n", 0, pos) + 1
     return line, pos - (text.rfind("\n", 0, pos) + 1) + 1
 
 
-def main():
-    for kind in ("valid", "invalid"):
-        folder = HERE / kind
+def export(directory) -> dict:
+    """Write the corpus under `directory`; the number of files of each kind."""
+    root = pathlib.Path(directory)
+    for kind in ("valid", "invalid", "streams"):
+        folder = root / kind
         if folder.exists():
             shutil.rmtree(folder)
-        folder.mkdir()
+        folder.mkdir(parents=True)
     names = set()
     for name, start, text, expected in VALID:
         assert name not in names, name
         names.add(name)
-        (HERE / "valid" / f"{name}.gemma").write_bytes(text.encode("utf-8"))
-        (HERE / "valid" / f"{name}.json").write_text(
+        (root / "valid" / f"{name}.gemma").write_bytes(text.encode("utf-8"))
+        (root / "valid" / f"{name}.json").write_text(
             json.dumps({"start": start, "expected": expected}, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     for name, start, marked, message in INVALID:
         assert name not in names, name
@@ -351,12 +458,11 @@ def main():
         pos = marked.index(MARK)
         text = marked.replace(MARK, "")
         line, column = line_col(text, pos)
-        (HERE / "invalid" / f"{name}.gemma").write_bytes(text.encode("utf-8"))
-        (HERE / "invalid" / f"{name}.json").write_text(json.dumps(
+        (root / "invalid" / f"{name}.gemma").write_bytes(text.encode("utf-8"))
+        (root / "invalid" / f"{name}.json").write_text(json.dumps(
             {"start": start, "line": line, "column": column, "pos": pos, "message": message},
             ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    print(f"{len(VALID)} valid, {len(INVALID)} invalid")
-
-
-if __name__ == "__main__":
-    main()
+    for name, data in _stream_files():
+        (root / "streams" / f"{name}.json").write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n",
+                                                       encoding="utf-8")
+    return {"valid": len(VALID), "invalid": len(INVALID), "streams": len(STREAMS)}
