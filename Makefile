@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # Reinstall only when the project's metadata changes; otherwise this is a no-op.
 STAMP := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: test demo bench clean
+.PHONY: test demo bench docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,9 @@ bench: $(STAMP)
 	$(BIN)/python bench/parse_bench.py
 	$(BIN)/python bench/stream_bench.py
 	$(BIN)/python bench/render_bench.py
+
+docs: $(STAMP)
+	$(BIN)/gemma4-lark docs --out docs/spec
 
 clean:
 	rm -rf $(VENV) build *.egg-info

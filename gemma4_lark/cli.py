@@ -102,6 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-depth", type=int, default=strict.DEFAULT_MAX_DEPTH)
     p.set_defaults(run=cmd_decode)
 
+    p = sub.add_parser("docs", help="generate the spec pages from the grammar")
+    p.add_argument("--out", default="docs/spec")
+    p.add_argument("--check", action="store_true", help="exit 1 listing stale files instead of writing")
+    p.set_defaults(run=lambda args: __import__("gemma4_lark.docs").docs.main(args.out, args.check))
+
     p = sub.add_parser("conformance", help="the conformance corpus, for other implementations")
     p.add_argument("action", choices=["export"])
     p.add_argument("directory", metavar="DIR")
