@@ -81,7 +81,7 @@ def main() -> None:
     per_chunk = {}
     for kb in (5, 10, 20, 40):
         block = "<|tool_call>call:write{content:" + D + ("x<y " * (kb * 256))[: kb * 1024] + D + "}<tool_call|>"
-        seconds = best(lambda: feed_all(block, 4))
+        seconds = best(lambda: feed_all(block, 4), 3 if QUICK else 9)
         per_chunk[kb] = seconds / (len(block) / 4)
         print(f"   {kb:>3} KB: {per_chunk[kb] * 1e6:6.3f} µs per chunk")
     print(f"   ratio 40 KB / 5 KB: {per_chunk[40] / per_chunk[5]:.2f}")
@@ -97,8 +97,8 @@ def main() -> None:
     agent = (prose(rng, 35) + "<|channel>thought\n" + prose(rng, 90) + "<channel|>"
              + "<|tool_call>call:read_file{path:" + D + "src/app/main.py" + D + ",start_line:10,end_line:80,encoding:" + D + "utf-8" + D + ",follow:true}<tool_call|>"
              + "<|tool_call>call:search{query:" + D + "where is the config loaded, and by whom?" + D + ",limit:20,paths:[" + D + "src" + D + "," + D + "tests" + D + "]}<tool_call|><|tool_response>")
-    repeat = 200 if QUICK else 1000
-    seconds = best(lambda: sum(feed_all(agent, 4) for _ in range(repeat)), 7)
+    repeat = 50 if QUICK else 200
+    seconds = best(lambda: sum(feed_all(agent, 4) for _ in range(repeat)), 5 if QUICK else 25)
     print(f"4. typical agent output ({len(agent)} B), 4-char chunks: {len(agent) * repeat / 1e6 / seconds:.2f} MB/s")
 
 

@@ -68,12 +68,16 @@ class StreamParser:
             _CALL: _by_length(_CALL_ENDS + (tokens.STRING_DELIMITER,)),
             _STRING: (tokens.STRING_DELIMITER,),
         }
-        # Per state: its markers, the characters that can follow `<` in one of them (any other `<`
-        # is skipped at once), and the longest marker's length (how much may be held back).
-        self._scan_table = {
-            state: (markers, frozenset(m[1] for m in markers), len(markers[0]))
-            for state, markers in self._markers.items()
-        }
+        # Per state: the markers by the character that follows their `<` (any other `<` is
+        # skipped at once), every proper prefix of a marker (what may be held back), and the
+        # longest marker's length.
+        self._scan_table = {}
+        for state, markers in self._markers.items():
+            by_second: dict = {}
+            for marker in markers:  # longest first, so the longest match wins
+                by_second.setdefault(marker[1], []).append(marker)
+            prefixes = frozenset(m[:k] for m in markers for k in range(1, len(m)))
+            self._scan_table[state] = (by_second, prefixes, len(markers[0]))
         self._state = _TEXT
         self._pending = ""      # held back: could still become a marker
         self._pos = 0           # stream offset of the start of `_pending`
@@ -147,23 +151,15 @@ class StreamParser:
 
     # --- scanning -------------------------------------------------------------------------------
     @staticmethod
-    def _match(data: str, j: int, markers, longest: int, final: bool):
+    def _match(data: str, j: int, by_second: dict, prefixes: frozenset, longest: int, final: bool):
         """At `data[j] == "<"`: the marker that starts there, "hold" if more input could still
         make one (or a longer one), or None."""
-        rest = len(data) - j
-        for marker in markers:  # longest first
+        if not final and len(data) - j < longest and data[j:] in prefixes:
+            return "hold"
+        for marker in by_second.get(data[j + 1] if j + 1 < len(data) else "", ()):
             if data.startswith(marker, j):
-                if rest >= longest or final:
-                    return marker
-                break
-        else:
-            marker = None
-        if rest < longest and not final:
-            tail = data[j:]
-            for longer in markers:
-                if len(longer) > rest and longer.startswith(tail):
-                    return "hold"
-        return marker
+                return marker
+        return None
 
     def _scan(self, data: str, events: list, final: bool) -> None:
         base = self._pos
@@ -196,12 +192,12 @@ class StreamParser:
                     self._consume(data, i, n, base, events)
                     i = n
                     break
-            markers, second, longest = self._scan_table[self._state]
+            by_second, prefixes, longest = self._scan_table[self._state]
             j = find("<", i)
             found = None
             while j != -1:
-                if j == last or data[j + 1] in second:
-                    found = self._match(data, j, markers, longest, final)
+                if j == last or data[j + 1] in by_second:
+                    found = self._match(data, j, by_second, prefixes, longest, final)
                     if found is not None:
                         break
                 j = find("<", j + 1)
