@@ -445,24 +445,22 @@ def export(directory) -> dict:
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
     names = set()
+
+    def write(kind, name, text, data):
+        assert name not in names, name
+        names.add(name)
+        if text is not None:
+            (root / kind / f"{name}.gemma").write_bytes(text.encode("utf-8"))
+        (root / kind / f"{name}.json").write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+
     for name, start, text, expected in VALID:
-        assert name not in names, name
-        names.add(name)
-        (root / "valid" / f"{name}.gemma").write_bytes(text.encode("utf-8"))
-        (root / "valid" / f"{name}.json").write_text(
-            json.dumps({"start": start, "expected": expected}, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        write("valid", name, text, {"start": start, "expected": expected})
     for name, start, marked, message in INVALID:
-        assert name not in names, name
-        names.add(name)
         assert marked.count(MARK) == 1, name
         pos = marked.index(MARK)
         text = marked.replace(MARK, "")
         line, column = line_col(text, pos)
-        (root / "invalid" / f"{name}.gemma").write_bytes(text.encode("utf-8"))
-        (root / "invalid" / f"{name}.json").write_text(json.dumps(
-            {"start": start, "line": line, "column": column, "pos": pos, "message": message},
-            ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        write("invalid", name, text, {"start": start, "line": line, "column": column, "pos": pos, "message": message})
     for name, data in _stream_files():
-        (root / "streams" / f"{name}.json").write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n",
-                                                       encoding="utf-8")
+        write("streams", name, None, data)
     return {"valid": len(VALID), "invalid": len(INVALID), "streams": len(STREAMS)}

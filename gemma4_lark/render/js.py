@@ -46,47 +46,17 @@ def number(value) -> str:
     return sign + text
 
 
+def _json_number(value) -> str:
+    text = number(value)
+    return "null" if text in ("NaN", "Infinity", "-Infinity") else text  # as JSON.stringify does
+
+
+def _json_string(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
 def dumps(value) -> str:
     """`JSON.stringify(value)`: compact, keys in insertion order, JavaScript numbers."""
-    out: list[str] = []
-    stack: list = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, _Raw):
-            out.append(item.text)
-        elif item is None:
-            out.append("null")
-        elif item is True:
-            out.append("true")
-        elif item is False:
-            out.append("false")
-        elif isinstance(item, (int, float)):
-            text = number(item)
-            out.append("null" if text in ("NaN", "Infinity", "-Infinity") else text)
-        elif isinstance(item, str):
-            out.append(json.dumps(item, ensure_ascii=False))
-        elif isinstance(item, dict):
-            pending: list = [_Raw("}")]
-            for i, (k, v) in enumerate(reversed(list(item.items()))):
-                pending.append(v)
-                pending.append(_Raw(("," if i < len(item) - 1 else "") + json.dumps(str(k), ensure_ascii=False) + ":"))
-            pending.append(_Raw("{"))
-            stack.extend(pending)
-        elif isinstance(item, (list, tuple)):
-            pending = [_Raw("]")]
-            for i, v in enumerate(reversed(item)):
-                pending.append(v)
-                if i < len(item) - 1:
-                    pending.append(_Raw(","))
-            pending.append(_Raw("["))
-            stack.extend(pending)
-        else:
-            raise TypeError(f"{type(item).__name__} is not JSON")
-    return "".join(out)
+    from .values import ValueWriter  # the one serializer, configured for JSON
 
-
-class _Raw:
-    __slots__ = ("text",)
-
-    def __init__(self, text: str):
-        self.text = text
+    return ValueWriter(number=_json_number, key=_json_string, string=_json_string, unsafe="allow").write(value)

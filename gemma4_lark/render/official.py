@@ -45,6 +45,15 @@ def _upper(value) -> str:
     return "" if value is MISSING else str(value).upper()
 
 
+_MEDIA = {"image": tokens.IMAGE, "image_url": tokens.IMAGE, "audio": tokens.AUDIO, "input_audio": tokens.AUDIO,
+          "video": tokens.VIDEO}
+
+
+def _media_token(kind) -> str:
+    """The placeholder the template writes for a content part of this type ("" for others)."""
+    return _MEDIA.get(kind, "")
+
+
 def _items_sorted(mapping: dict):
     """Jinja's `dictsort`: by key, case-insensitively, stable."""
     return sorted(mapping.items(), key=lambda item: item[0].lower() if isinstance(item[0], str) else item[0])
@@ -199,12 +208,8 @@ class _Renderer:
                     text = item.get("text", "")
                     out.append(strip_thinking(text, self, f"{where}[{i}].text") if role == "model"
                                else self.text(str(text).strip(), f"{where}[{i}].text"))
-                elif kind in ("image", "image_url"):
-                    out.append(tokens.IMAGE)
-                elif kind in ("audio", "input_audio"):
-                    out.append(tokens.AUDIO)
-                elif kind == "video":
-                    out.append(tokens.VIDEO)
+                else:
+                    out.append(_media_token(kind))
             return "".join(out)
         return ""
 
@@ -302,14 +307,7 @@ def render_chat(messages, tools=None, *, add_generation_prompt: bool = False, en
                 if isinstance(body, (list, tuple)):
                     text = "".join(str(part.get("text", "")) for part in body if part.get("type") == "text")
                     out.append(r.response(name, text, follow_at))
-                    for part in body:
-                        kind = part.get("type")
-                        if kind in ("image", "image_url"):
-                            out.append(tokens.IMAGE)
-                        elif kind in ("audio", "input_audio"):
-                            out.append(tokens.AUDIO)
-                        elif kind == "video":
-                            out.append(tokens.VIDEO)
+                    out.extend(_media_token(part.get("type")) for part in body)
                 else:
                     out.append(r.response(name, body, follow_at))
                 responded = True

@@ -26,7 +26,7 @@ def python_number(value) -> str:
 
 def key_bare_if_possible(key: str) -> str:
     """Canonical keys: bare when the grammar's KEY terminal takes them, else a delimited string."""
-    return key if _KEY.fullmatch(key) else STRING_DELIMITER + key + STRING_DELIMITER
+    return key if _KEY.fullmatch(key) else delimited(key)
 
 
 def key_bare(key: str) -> str:
@@ -34,7 +34,7 @@ def key_bare(key: str) -> str:
 
 
 def key_quoted(key: str) -> str:
-    return STRING_DELIMITER + key + STRING_DELIMITER
+    return delimited(key)
 
 
 def _case_insensitive(item):
@@ -42,18 +42,24 @@ def _case_insensitive(item):
     return key.lower() if isinstance(key, str) else key
 
 
+def delimited(text: str) -> str:
+    """A string value of the format: between `<|"|>` delimiters, nothing escaped."""
+    return STRING_DELIMITER + text + STRING_DELIMITER
+
+
 class ValueWriter:
-    def __init__(self, *, number=python_number, key=key_bare_if_possible, sort_keys: bool = False,
-                 unsafe: str = "error"):
+    def __init__(self, *, number=python_number, key=key_bare_if_possible, string=delimited,
+                 sort_keys: bool = False, unsafe: str = "error"):
         self.number = number
         self.key = key
+        self.string = string
         self.sort_keys = sort_keys
         self.unsafe = unsafe
 
-    def _string(self, text: str, where: str) -> str:
+    def _string(self, text: str, where) -> str:
         # guard() refuses or strips the delimiter like any control token; with unsafe="allow" it
         # passes through, and the text no longer parses as the value it came from.
-        return STRING_DELIMITER + guard(text, where, self.unsafe) + STRING_DELIMITER
+        return self.string(guard(text, where, self.unsafe))
 
     def write(self, value, where: str = "value") -> str:
         out: list[str] = []
