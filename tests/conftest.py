@@ -28,6 +28,16 @@ def shared_file(*parts) -> pathlib.Path:
     return path
 
 
+def shared_cases(*parts) -> list:
+    """Cases for parametrize: the file's records, or one skipped case when the data is absent
+    (pytest.skip cannot be called while tests are being collected)."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"shared data not present: {path}"))]
+    with path.open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
 def load_jsonl(*parts) -> list:
     with shared_file(*parts).open(encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]

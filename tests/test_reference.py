@@ -13,7 +13,7 @@ from gemma4_incremental import StreamParser, ToolCallEnd, parse_output
 from gemma4_lark import fuzz, reference
 from gemma4_lark.reference import ReferenceScanner, decode_call
 
-from conftest import load_jsonl
+from conftest import load_jsonl, shared_cases
 from stream_helpers import assert_tiles, counter_ids, run
 from test_shared_data import _numbers_by_value
 
@@ -127,7 +127,7 @@ NOT_REPRODUCED = {
 }
 
 
-@pytest.mark.parametrize("case", load_jsonl("realworld-cases.jsonl"), ids=lambda c: c["id"])
+@pytest.mark.parametrize("case", shared_cases("realworld-cases.jsonl"), ids=lambda c: c["id"] if c else "absent")
 def test_real_world_case(case):
     options = {"start_in_thinking": case["id"] in START_IN_THINKING}
     for cls in (StreamParser, ReferenceScanner):
