@@ -3,7 +3,8 @@
 The strict parser is generated from `grammar/gemma4.lark`; see `parse_call` and friends.
 """
 
-from .errors import Diagnostic, GemmaSyntaxError
+from .diagnostics import Diagnostic
+from .errors import GemmaSyntaxError
 from .model import (
     AwaitingResponse, Media, ModelOutput, StopMarker, Text, ThinkSwitch, Thought, ThoughtPrefill, ToolCall,
     ToolDeclaration, ToolResponse, Transcript, Turn,

@@ -14,7 +14,7 @@ import lark
 from lark.parsers.lalr_parser_state import ParserState
 
 from .grammar import literal_terminals, terminal_literal
-from .diagnostics import Diagnostic, line_and_column  # noqa: F401 - re-exported
+from .diagnostics import line_and_column
 from .tokens import STRING_DELIMITER
 
 # Terminals that can begin a value, and so are expected wherever a value may stand.

@@ -8,7 +8,8 @@ broken block does not hide problems in the blocks after it.
 from __future__ import annotations
 
 from . import tokens
-from .errors import Diagnostic, GemmaSyntaxError, line_and_column
+from .diagnostics import Diagnostic, line_and_column
+from .errors import GemmaSyntaxError
 from .parser import DEFAULT_MAX_DEPTH, parse
 
 _WHITESPACE = " \t\r\n"

@@ -2,7 +2,6 @@
 real model outputs and OMP's records."""
 
 import ast
-import json
 import pathlib
 
 import pytest
@@ -14,7 +13,7 @@ from gemma4_lark import fuzz, reference
 from gemma4_lark.reference import ReferenceScanner, decode_call
 
 from conftest import load_jsonl, shared_cases
-from stream_helpers import assert_tiles, counter_ids, run
+from stream_helpers import assert_tiles, counter_ids
 from test_shared_data import _numbers_by_value
 
 

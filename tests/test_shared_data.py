@@ -1,13 +1,11 @@
 """The strict parser against data recorded elsewhere: OMP's decoded blocks and the shapes the
 official Gemma 4 templates render. Skips when ../shared/data is absent."""
 
-import json
-
 import pytest
 
 import gemma4_lark as g
 
-from conftest import load_jsonl, same, shared_file
+from conftest import load_jsonl, shared_file
 
 
 def _numbers_by_value(value):

@@ -3,9 +3,8 @@
 import pytest
 from hypothesis import given, strategies as st
 
-import gemma4_lark as g
 from gemma4_incremental import (
-    StreamParser, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart, parse_output, parse_stream,
+    StreamParser, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, parse_output,
 )
 
 from stream_helpers import assert_tiles, counter_ids, merged, run, split_every

@@ -1,7 +1,5 @@
 """StreamParser against OMP's recorded streams (../shared/data/omp-stream-cases.jsonl)."""
 
-import pytest
-
 from gemma4_incremental import ToolCallEnd
 
 from conftest import load_jsonl
