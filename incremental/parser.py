@@ -12,6 +12,7 @@ when it closes, so a block arriving in tiny chunks costs no repeated copying.
 
 from __future__ import annotations
 
+import functools
 import secrets
 
 import gemma4_lark
@@ -46,6 +47,27 @@ def _by_length(markers):
     return tuple(sorted(markers, key=len, reverse=True))
 
 
+@functools.lru_cache(maxsize=2)
+def _scan_table(parse_thinking: bool) -> dict:
+    """Per state: the markers by the character that follows their `<` (any other `<` is skipped
+    at once), every proper prefix of a marker (what may be held back), and the longest marker's
+    length. Built once per setting, not per parser: a server makes a parser per response."""
+    markers_of = {
+        _TEXT: _by_length((tokens.TOOL_CALL_OPEN,) + _STOPS + (_THOUGHT_OPENERS if parse_thinking else ())),
+        _THINKING: _by_length((tokens.CHANNEL_CLOSE, tokens.TOOL_CALL_OPEN) + _STOPS),
+        _CALL: _by_length(_CALL_ENDS + (tokens.STRING_DELIMITER,)),
+        _STRING: (tokens.STRING_DELIMITER,),
+    }
+    table = {}
+    for state, markers in markers_of.items():
+        by_second: dict = {}
+        for marker in markers:  # longest first, so the longest match wins
+            by_second.setdefault(marker[1], []).append(marker)
+        prefixes = frozenset(m[:k] for m in markers for k in range(1, len(m)))
+        table[state] = (by_second, prefixes, len(markers[0]))
+    return table
+
+
 class StreamParser:
     """Feed chunks of model output; get events.
 
@@ -62,22 +84,7 @@ class StreamParser:
         self.max_block_chars = max_block_chars
         self.max_depth = max_depth
         self._new_id = id_factory or default_id_factory
-        self._markers = {
-            _TEXT: _by_length((tokens.TOOL_CALL_OPEN,) + _STOPS + (_THOUGHT_OPENERS if parse_thinking else ())),
-            _THINKING: _by_length((tokens.CHANNEL_CLOSE, tokens.TOOL_CALL_OPEN) + _STOPS),
-            _CALL: _by_length(_CALL_ENDS + (tokens.STRING_DELIMITER,)),
-            _STRING: (tokens.STRING_DELIMITER,),
-        }
-        # Per state: the markers by the character that follows their `<` (any other `<` is
-        # skipped at once), every proper prefix of a marker (what may be held back), and the
-        # longest marker's length.
-        self._scan_table = {}
-        for state, markers in self._markers.items():
-            by_second: dict = {}
-            for marker in markers:  # longest first, so the longest match wins
-                by_second.setdefault(marker[1], []).append(marker)
-            prefixes = frozenset(m[:k] for m in markers for k in range(1, len(m)))
-            self._scan_table[state] = (by_second, prefixes, len(markers[0]))
+        self._scan_table = _scan_table(parse_thinking)
         self._state = _TEXT
         self._pending = ""      # held back: could still become a marker
         self._pos = 0           # stream offset of the start of `_pending`
