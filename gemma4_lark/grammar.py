@@ -19,7 +19,8 @@ import lark
 GRAMMAR_PACKAGE = "gemma4_lark"
 GRAMMAR_FILE = "gemma4.lark"
 
-BLOCK_STARTS = ("call_block", "response_block", "declaration_block", "value_document")
+BLOCK_STARTS = ("call_block", "response_block", "declaration_block", "response_blocks", "declaration_blocks",
+                "value_document")
 DOCUMENT_STARTS = ("thought", "model_output", "transcript")
 
 

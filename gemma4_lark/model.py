@@ -120,7 +120,9 @@ class Transcript:
 
 def to_jsonable(obj: Any) -> Any:
     """A parse result as JSON-ready data: each part becomes {"type": ..., fields...}."""
-    if isinstance(obj, (ModelOutput,)):
+    if isinstance(obj, list):  # a run of blocks
+        return [to_jsonable(item) for item in obj]
+    if isinstance(obj, ModelOutput):
         return {"type": "model_output", "parts": [to_jsonable(p) for p in obj.parts]}
     if isinstance(obj, Transcript):
         return {"type": "transcript", "bos": obj.bos, "turns": [to_jsonable(t) for t in obj.turns]}

@@ -21,9 +21,9 @@ def _kind(text: str) -> tuple[str, str]:
     if head.startswith((tokens.BOS, tokens.TURN_OPEN)):
         return "transcript", tokens.TURN_OPEN
     if head.startswith(tokens.TOOL_OPEN):
-        return "declaration_block", tokens.TOOL_OPEN
+        return "declaration_blocks", tokens.TOOL_OPEN
     if head.startswith(tokens.TOOL_RESPONSE_OPEN) and head[len(tokens.TOOL_RESPONSE_OPEN):].lstrip(_WHITESPACE).startswith(tokens.RESPONSE_KEYWORD):
-        return "response_block", tokens.TOOL_RESPONSE_OPEN
+        return "response_blocks", tokens.TOOL_RESPONSE_OPEN
     return "model_output", tokens.TOOL_CALL_OPEN
 
 

@@ -151,6 +151,11 @@ class Build:
     def declaration_block(self, _open, _keyword, name, fields, _close):
         return ToolDeclaration(str(name), fields)
 
+    def response_blocks(self, *blocks):
+        return list(blocks)
+
+    declaration_blocks = response_blocks
+
     # --- documents ---------------------------------------------------------------------------
     def text(self, token):
         return Text(str(token))

@@ -77,3 +77,15 @@ def test_diagnostic_format():
     [d] = g.validate("<|tool_call>call:f{a:1,}<tool_call|>")
     assert d.format("x.txt") == "x.txt:1:24: error: trailing comma before `}`"
     assert d.to_dict()["code"] == "syntax"
+
+
+def test_validate_runs_of_results_and_declarations():
+    from gemma4_lark.render import omp
+
+    results = omp.render_tool_results([{"name": "a", "text": "1"}, {"name": "b", "text": "x"}])
+    assert g.validate(results) == []
+    declarations = ('<|tool>declaration:f{description:<|"|>d<|"|>}<tool|>'
+                    '<|tool>declaration:g{description:<|"|>e<|"|>}<tool|>')
+    assert g.validate(declarations) == []
+    [d] = g.validate(results.replace("<|tool_response>response:b", "<|tool_response>respons:b"))
+    assert d.code == "syntax" and "response keyword" in d.message
