@@ -69,9 +69,9 @@ def cmd_render(args) -> int:
     from .render import official, omp
     from .render.safety import UnsafeContentError
 
-    messages = json.loads(_read(args.messages))
-    tools = json.loads(_read(args.tools)) if args.tools else None
     try:
+        messages = json.loads(_read(args.messages))
+        tools = json.loads(_read(args.tools)) if args.tools else None
         if args.profile == "official":
             text = official.render_chat(messages, tools, add_generation_prompt=args.generation_prompt,
                                         enable_thinking=args.thinking, variant=args.variant, unsafe=args.unsafe)

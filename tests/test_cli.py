@@ -169,3 +169,10 @@ def test_conformance_export(tmp_path, capsys):
     code, out, _ = _run(capsys, "conformance", "export", str(tmp_path / "corpus"))
     assert code == 0 and "valid" in out
     assert len(list((tmp_path / "corpus" / "invalid").glob("*.json"))) >= 60
+
+
+def test_render_reports_bad_json_with_its_position(tmp_path, capsys):
+    messages = tmp_path / "m.json"
+    messages.write_text('[{"role": "user", "content": "hi"')
+    code, _, err = _run(capsys, "render", str(messages))
+    assert code == 1 and "line 1 column" in err and "Traceback" not in err
