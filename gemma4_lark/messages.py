@@ -100,6 +100,10 @@ def read_official(text: str | Transcript) -> OfficialPrompt:
             continue
         message = None
         pending_ids: list = []
+        # a thought prefill after this turn's closer: the template wrote it because the last
+        # message of the turn was the one with the results (its text included)
+        prefill_after = number == len(turns) - 1 and turn.closed and bool(turn.parts) \
+            and isinstance(turn.parts[-1], ThoughtPrefill)
         if not turn.parts:
             prompt.messages.append({"role": "assistant", "content": ""})
         for position, part in enumerate(turn.parts):
@@ -142,6 +146,13 @@ def read_official(text: str | Transcript) -> OfficialPrompt:
                     result["content"] = [{"type": "text", "text": result["content"]}]
                 result["content"].append(_media_part(part))
             elif isinstance(part, (Text, Media)):
+                if message.get("_responded") and not prefill_after:
+                    # text after the results: the template writes a following assistant message
+                    # into the same turn; as a message of its own it also resets what the
+                    # generation prompt looks at, as the original did
+                    message = {"role": "assistant", "content": ""}
+                    prompt.messages.append(message)
+                    pending_ids = []
                 _add_content(message, part)
             # ThoughtPrefill is what the renderer writes by itself
         if (turn.closed and number == len(turns) - 1 and message is not None and message.get("_responded")
