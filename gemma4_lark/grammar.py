@@ -50,14 +50,15 @@ def build(starts, *, strict: bool = False, cache: bool = True) -> lark.Lark:
 
 
 @functools.lru_cache(maxsize=1)
+def terminals() -> tuple:
+    """Every terminal of the grammar (Lark's TerminalDef objects)."""
+    return tuple(build(BLOCK_STARTS + DOCUMENT_STARTS).terminals)
+
+
+@functools.lru_cache(maxsize=1)
 def literal_terminals() -> dict[str, str]:
     """Every terminal that is a fixed string, as literal -> terminal name (for error messages)."""
-    parser = build(BLOCK_STARTS + DOCUMENT_STARTS)
-    return {
-        t.pattern.value: t.name
-        for t in parser.terminals
-        if t.pattern.type == "str"
-    }
+    return {t.pattern.value: t.name for t in terminals() if t.pattern.type == "str"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -74,7 +75,7 @@ def terminal_pattern(name: str):
     """The compiled regular expression of a terminal, as the grammar defines it."""
     import re
 
-    for term in build(BLOCK_STARTS + DOCUMENT_STARTS).terminals:
+    for term in terminals():
         if term.name == name:
             return re.compile(term.pattern.to_regexp())
     raise KeyError(name)

@@ -43,10 +43,11 @@ def _media_part(media: Media) -> dict:
 
 
 def _user_content(parts):
-    texts = [p for p in parts if isinstance(p, (Text, Media))]
-    if all(isinstance(p, Text) for p in texts):
-        return "".join(p.text for p in texts)
-    return [{"type": "text", "text": p.text} if isinstance(p, Text) else _media_part(p) for p in texts]
+    message = {"content": ""}
+    for part in parts:
+        if isinstance(part, (Text, Media)):
+            _add_content(message, part)
+    return message["content"]
 
 
 def _add_content(message: dict, part) -> None:

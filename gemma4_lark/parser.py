@@ -50,11 +50,8 @@ def parse(text: str, start: str, *, max_depth: int = DEFAULT_MAX_DEPTH, duplicat
             text=text[exc.pos],
         ) from None
     except NumberOutOfRange as exc:
-        end = exc.pos
-        while end < len(text) and text[end] not in " \t\r\n,}]":
-            end += 1
-        raise GemmaSyntaxError(f"number out of range: `{text[exc.pos:end]}` is beyond a double",
-                               source=text, pos=exc.pos, text=text[exc.pos:end]) from None
+        raise GemmaSyntaxError(f"number out of range: `{exc.text}` is beyond a double",
+                               source=text, pos=exc.pos, text=exc.text) from None
     except lark.exceptions.UnexpectedInput as exc:
         raise from_lark(exc, text) from None
     finally:

@@ -42,8 +42,9 @@ _INFINITY = float("inf")
 class NumberOutOfRange(Exception):
     """A number beyond the range of a double."""
 
-    def __init__(self, pos: int):
+    def __init__(self, pos: int, text: str):
         self.pos = pos
+        self.text = text
 
 
 class DepthExceeded(Exception):
@@ -100,7 +101,7 @@ class Build:
     def float(self, token):
         value = float(token)
         if value in (_INFINITY, -_INFINITY):  # 1e1000 overflows: a number has to be a double
-            raise NumberOutOfRange(token.pos)
+            raise NumberOutOfRange(token.pos, str(token))
         return value
 
     def true(self, _token):

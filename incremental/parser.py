@@ -121,6 +121,8 @@ class StreamParser:
         # Fast path, most chunks of most streams: nothing held back and no `<` in sight, so the
         # chunk is text, thought or block content as a whole.
         if not self._pending and not self._start_events and "<" not in chunk and not self._armed:
+            # (what _consume does, inlined: this runs for nearly every chunk, and the call
+            # measured about a quarter of the path's instructions)
             if not chunk:
                 return []
             start = self._pos

@@ -10,8 +10,9 @@ def counter_ids():
     return lambda: f"call_{next(numbers)}"
 
 
-def run(chunks, **options):
-    parser = StreamParser(id_factory=counter_ids(), **options)
+def run(chunks, cls=StreamParser, **options):
+    """All events of `chunks` fed to a fresh parser of `cls`, with reproducible ids."""
+    parser = cls(id_factory=counter_ids(), **options)
     events = []
     for chunk in chunks:
         events.extend(parser.feed(chunk))

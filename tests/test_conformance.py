@@ -49,16 +49,10 @@ def _stream_cases():
 @pytest.mark.parametrize("path", _stream_cases(), ids=lambda p: p.stem)
 @pytest.mark.parametrize("size", [0, 1, 3])
 def test_stream(path, size):
-    from gemma4_incremental import StreamParser
-
-    from stream_helpers import counter_ids, merged, split_every
+    from stream_helpers import merged, run, split_every
 
     case = json.loads(path.read_text(encoding="utf-8"))
-    parser = StreamParser(id_factory=counter_ids(), **case["options"])
-    events = []
-    for chunk in (split_every(case["text"], size) if size else [case["text"]]):
-        events += parser.feed(chunk)
-    events += parser.flush()
+    events = run(split_every(case["text"], size) if size else [case["text"]], **case["options"])
     assert [e.to_dict() for e in merged(events)] == case["events"]
 
 

@@ -13,7 +13,7 @@ from gemma4_lark import fuzz, reference
 from gemma4_lark.reference import ReferenceScanner, decode_call
 
 from conftest import load_jsonl, shared_cases
-from stream_helpers import assert_tiles, counter_ids
+from stream_helpers import assert_tiles, run
 from test_shared_data import _numbers_by_value
 
 
@@ -56,19 +56,11 @@ def test_decode_call_agrees_on_the_valid_corpus():
 
 
 # --- 2. stream level -------------------------------------------------------------------------
-def _events(cls, chunks, **options):
-    parser = cls(id_factory=counter_ids(), **options)
-    events = []
-    for chunk in chunks:
-        events.extend(parser.feed(chunk))
-    return events + parser.flush()
-
-
 @given(st.data(), st.booleans())
 def test_reference_scanner_equals_stream_parser_on_canonical_streams(data, thinking):
     text = data.draw(fuzz.canonical_streams())
     chunks = data.draw(fuzz.chunked(text))
-    assert _events(ReferenceScanner, chunks, parse_thinking=thinking) == _events(StreamParser, chunks, parse_thinking=thinking)
+    assert run(chunks, ReferenceScanner, parse_thinking=thinking) == run(chunks, StreamParser, parse_thinking=thinking)
 
 
 # --- 3. robustness ---------------------------------------------------------------------------
@@ -84,14 +76,14 @@ def test_both_scanners_survive_mutations_and_tile(data):
     chunks = data.draw(fuzz.chunked(text))
     for cls in (StreamParser, ReferenceScanner):
         for options in ({}, {"strict": True}, {"start_in_thinking": True}, {"parse_thinking": False}):
-            assert_tiles(_events(cls, chunks, **options), text)
+            assert_tiles(run(chunks, cls, **options), text)
 
 
 @given(st.text(alphabet=st.sampled_from(list('<|>"{}[],:tolcaTURNreshponsenbv_\n ')), max_size=60))
 def test_marker_alphabet_soup(text):
     for cls in (StreamParser, ReferenceScanner):
-        assert_tiles(_events(cls, [text]), text)
-        assert_tiles(_events(cls, list(text)), text)
+        assert_tiles(run([text], cls), text)
+        assert_tiles(run(list(text), cls), text)
 
 
 def test_deep_nesting_never_recurses():
@@ -131,7 +123,7 @@ def test_real_world_case(case):
     options = {"start_in_thinking": case["id"] in START_IN_THINKING}
     for cls in (StreamParser, ReferenceScanner):
         for chunks in ([case["raw"]], list(case["raw"])):
-            assert_tiles(_events(cls, chunks, **options), case["raw"])
+            assert_tiles(run(chunks, cls, **options), case["raw"])
     out = parse_output(case["raw"], **options)
     expected = case["expected"]
     if expected is None:  # no agreed parse: nothing invented, nothing lost
@@ -181,7 +173,7 @@ def test_differences_from_omp_are_the_documented_ones():
     recorded streams must be one of those."""
     unexplained = []
     for case in load_jsonl("omp-stream-cases.jsonl"):
-        events = _events(ReferenceScanner, case["chunks"], parse_thinking=case["parseThinking"])
+        events = run(case["chunks"], ReferenceScanner, parse_thinking=case["parseThinking"])
         ends = [e for e in events if isinstance(e, ToolCallEnd)]
         ours = [{"name": e.name, "arguments": _numbers_by_value(e.arguments)} for e in ends]
         theirs = [{"name": c["name"], "arguments": _numbers_by_value(c["arguments"])} for c in case["omp"]["calls"]]
