@@ -169,8 +169,10 @@ def read_official(text: str | Transcript) -> OfficialPrompt:
 def _omp_result_text(value) -> str:
     """Text that OMP's renderer turns back into `value` (it JSON-parses result text)."""
     if isinstance(value, str):
+        from .render import js
+
         try:
-            json.loads(value)
+            js.parse_json(value)
         except ValueError:
             return value
         return json.dumps(value, ensure_ascii=False)

@@ -138,3 +138,10 @@ def test_inventory():
     assert "  where?: {\n    lat: number,\n  }," in text
     assert text.rstrip().endswith("}) => any;\n\n} // namespace functions")
     assert "###" not in text and "<|tool_call>" not in text
+
+
+def test_result_text_is_json_only_as_javascript_reads_it():
+    # JSON.parse rejects NaN and Infinity (Python's json.loads accepts them): OMP sends them as text
+    for text in ("NaN", "Infinity", "-Infinity", "[1, NaN]"):
+        assert omp.render_tool_results([{"name": "f", "text": text}]) == \
+            f'<|tool_response>response:f{{output:<|"|>{text}<|"|>}}<tool_response|>'

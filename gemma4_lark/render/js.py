@@ -46,6 +46,15 @@ def number(value) -> str:
     return sign + text
 
 
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_json(text: str):
+    """`JSON.parse(text)`: like json.loads, but NaN, Infinity and -Infinity are not JSON."""
+    return json.loads(text, parse_constant=_reject_constant)
+
+
 def _json_number(value) -> str:
     text = number(value)
     return "null" if text in ("NaN", "Infinity", "-Infinity") else text  # as JSON.stringify does

@@ -55,7 +55,7 @@ def render_tool_calls(calls, *, unsafe: str = "error") -> str:
 def _result_value(text: str):
     """A tool's text as OMP sends it: JSON when it parses as JSON, the text itself otherwise."""
     try:
-        return json.loads(text)
+        return js.parse_json(text)
     except ValueError:
         return text
 
