@@ -3,6 +3,7 @@ the hand-written reference implementation can use it too."""
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 
 
@@ -36,3 +37,38 @@ def line_and_column(source: str, pos: int) -> tuple[int, int]:
     line = source.count("\n", 0, pos) + 1
     column = pos - (source.rfind("\n", 0, pos) + 1) + 1
     return line, column
+
+
+class LineIndex:
+    """Line and column of many offsets into one text, each in O(log lines).
+
+    `line_and_column` counts newlines from the start of the text, so reporting k findings in a text
+    of n characters costs O(k n): quadratic when the findings grow with the text. Whatever reports
+    more than one position into the same text builds one index and asks it instead. The newlines
+    are found lazily, only as far as the furthest offset asked for.
+    """
+
+    __slots__ = ("_source", "_starts", "_scanned")
+
+    def __init__(self, source: str):
+        self._source = source
+        self._starts = [0]  # offset where each line starts
+        self._scanned = 0   # newlines before this offset are all in _starts
+
+    def _scan_to(self, pos: int) -> None:
+        starts, find = self._starts, self._source.find
+        i = self._scanned
+        while True:
+            j = find("\n", i, pos)
+            if j < 0:
+                break
+            starts.append(j + 1)
+            i = j + 1
+        self._scanned = pos
+
+    def line_and_column(self, pos: int) -> tuple[int, int]:
+        """1-based line and column of a 0-based offset (as `line_and_column(source, pos)`)."""
+        if pos > self._scanned:
+            self._scan_to(pos)
+        line = bisect_right(self._starts, pos)  # the lines that start at or before `pos`
+        return line, pos - self._starts[line - 1] + 1
