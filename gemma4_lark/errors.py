@@ -42,7 +42,7 @@ class GemmaSyntaxError(ValueError):
         self.message = message
         self.pos = pos
         self.line, self.column = line_and_column(source, pos)
-        self.expected = list(expected)
+        self.expected: list[str] = list(expected)
         self.text = text
         start = source.rfind("\n", 0, pos) + 1
         end = source.find("\n", pos)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from .model import (
     AwaitingResponse, Media, Text, ThinkSwitch, Thought, ThoughtPrefill, ToolCall, ToolDeclaration, ToolResponse,
@@ -181,7 +182,7 @@ def _omp_result_text(value) -> str:
     return js.dumps(value)
 
 
-def read_omp(text: str | Transcript) -> list:
+def read_omp(text: str | Transcript) -> list[dict[str, Any]]:
     """Read a transcript rendered by the omp profile into OMP's message shape."""
     transcript = parse_transcript(text) if isinstance(text, str) else text
     messages = []

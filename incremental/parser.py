@@ -23,7 +23,7 @@ from gemma4_lark.reference import decode_call
 from gemma4_lark.grammar import terminal_pattern
 
 from gemma4_lark.events import (
-    Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
+    Event, Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
 )
 
 # States. _STRING is inside a `<|"|>` string of a call block, where only the delimiter counts.
@@ -112,7 +112,7 @@ class StreamParser:
             self._start_events = []
 
     # --- public API -----------------------------------------------------------------------------
-    def feed(self, chunk: str) -> list:
+    def feed(self, chunk: str) -> list[Event]:
         """Events that `chunk` completes (possibly none)."""
         if type(chunk) is not str:
             raise TypeError(f"chunks must be str, not {type(chunk).__name__}")
@@ -144,7 +144,7 @@ class StreamParser:
         self._scan(self._pending + chunk, events, final=False)
         return events
 
-    def flush(self) -> list:
+    def flush(self) -> list[Event]:
         """The end of the stream: release what was held back and close what is open."""
         if self._finished:
             return []
