@@ -1,4 +1,4 @@
-"""Rendered prompts read back into messages (SPEC §7), and OpenAI messages in OMP's shape.
+"""Rendered prompts read back into messages (docs/guide.md, "Read a prompt back"), and OpenAI messages in OMP's shape.
 
 `read_official(text)` turns an official-profile prompt into what `render.official.render_chat`
 takes (messages, tools, enable_thinking, add_generation_prompt); `read_omp(text)` turns an

@@ -64,3 +64,16 @@ def test_wheel_installs_and_parses(tmp_path):
          "--cache-dir", str(tmp_path / "mypy-cache"), str(script)],
         capture_output=True, text=True, cwd=tmp_path, env=dict(os.environ, MYPYPATH=""), timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_no_references_to_a_spec_the_repository_does_not_have():
+    # `SPEC §n` pointed at a requirements file outside the repository; links go to its own docs.
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    found = []
+    for name in tracked.split():
+        path = REPO / name
+        if path.suffix in (".py", ".md", ".lark", ".toml", ".txt") and path.is_file():
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if "SPEC §" in line and name != "tests/test_packaging.py":
+                    found.append(f"{name}:{number}")
+    assert found == []

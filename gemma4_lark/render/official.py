@@ -1,4 +1,4 @@
-"""The `official` profile: the Gemma 4 chat template of July 2026, byte for byte (SPEC §6).
+"""The `official` profile: the Gemma 4 chat template of July 2026, byte for byte (docs/official-template.md).
 
 A line-by-line translation of `gemma4-{e2b,31b}-2026-07.jinja` (see docs/official-template.md)
 into plain Python: the same decisions in the same order, with Jinja's semantics kept where they
@@ -7,7 +7,7 @@ show in the output (`dictsort` sorts keys case-insensitively, `trim` strips Unic
 in one place: with the generation prompt and thinking off, the 26B/31B one prefills an empty
 thought.
 
-Every string is passed through the `unsafe` policy first (SPEC §8); with unsafe="allow" the output
+Every string is passed through the `unsafe` policy first (docs/security.md); with unsafe="allow" the output
 is exactly the template's.
 """
 

@@ -1,4 +1,4 @@
-"""The `omp` profile: OMP's Gemma dialect, byte for byte (SPEC §6).
+"""The `omp` profile: OMP's Gemma dialect, byte for byte (docs/omp-compatibility.md).
 
 Messages use OMP's own JSON shape (camelCase): `system`/`developer`/`user` with string or part-list
 content, `assistant` with `text`, `thinking` and `toolCall` parts, and `toolResult` with
