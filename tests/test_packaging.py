@@ -20,7 +20,7 @@ def test_docs_without_railroad_is_a_clear_error(monkeypatch, tmp_path, capsys):
 
 
 def test_runtime_dependencies_are_only_lark():
-    import tomllib
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert [d.split(">")[0].split("=")[0] for d in project["dependencies"]] == ["lark"]
@@ -77,3 +77,27 @@ def test_no_references_to_a_spec_the_repository_does_not_have():
                 if "SPEC §" in line and name != "tests/test_packaging.py":
                     found.append(f"{name}:{number}")
     assert found == []
+
+
+def test_readme_reads_as_a_pypi_page():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    lines = readme.splitlines()
+    assert lines[3].startswith("make demo") and lines[4].startswith("make test")  # the project's rule
+    assert "pip install gemma4-lark" in "\n".join(lines[:15])
+    # PyPI shows the README away from the repository: a relative link there leads nowhere.
+    import re
+
+    relative = [target for target in re.findall(r"\]\(([^)]+)\)", readme) if not target.startswith("https://")]
+    assert relative == []
+    assert "OMP (oh-my-pi) is" in readme
+
+
+def test_project_metadata():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "Apache-2.0" and project["license-files"] == ["LICENSE"]
+    assert "Typing :: Typed" in project["classifiers"]
+    text = (REPO / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+    assert "END OF TERMS AND CONDITIONS" in text and "APPENDIX: How to apply the Apache License" in text
