@@ -137,7 +137,7 @@ class ToolCallEnd(Event):
     span: tuple[int, int] = (0, 0)
 
     def to_openai(self) -> dict[str, Any]:
-        """The call as an OpenAI chat-completions `tool_calls` entry."""
+        """The call as an OpenAI chat-completions `tool_calls` entry. Raises nothing."""
         return {
             "id": self.id,
             "type": "function",

@@ -64,7 +64,7 @@ def _add_content(message: dict, part) -> None:
 
 
 def read_official(text: str | Transcript) -> OfficialPrompt:
-    """Read a prompt rendered by the official template (either variant)."""
+    """Read a prompt rendered by the official template (either variant). Raises `GemmaSyntaxError` when `text` is not a transcript the grammar accepts."""
     transcript = parse_transcript(text) if isinstance(text, str) else text
     prompt = OfficialPrompt()
     turns = list(transcript.turns)
@@ -183,7 +183,7 @@ def _omp_result_text(value) -> str:
 
 
 def read_omp(text: str | Transcript) -> list[dict[str, Any]]:
-    """Read a transcript rendered by the omp profile into OMP's message shape."""
+    """Read a transcript rendered by the omp profile into OMP's message shape. Raises `GemmaSyntaxError` when `text` is not a transcript the grammar accepts."""
     transcript = parse_transcript(text) if isinstance(text, str) else text
     messages = []
     calls = 0
@@ -213,7 +213,8 @@ def read_omp(text: str | Transcript) -> list[dict[str, Any]]:
 
 
 def from_openai_messages(messages) -> list:
-    """OpenAI chat messages in OMP's shape (for the omp profile)."""
+    """OpenAI chat messages in OMP's shape (for the omp profile). Raises `TypeError` when
+    `messages` is not a list of dicts."""
     out = []
     names = {}
     for message in messages:
@@ -250,5 +251,5 @@ def from_openai_messages(messages) -> list:
 
 
 def to_openai_messages(text: str | Transcript) -> list:
-    """Any rendered transcript as OpenAI chat messages (the official reading)."""
+    """Any rendered transcript as OpenAI chat messages (the official reading). Raises `GemmaSyntaxError` when `text` is not a transcript the grammar accepts."""
     return read_official(text).messages

@@ -10,7 +10,11 @@ from .parser import StreamParser
 
 
 def parse_stream(chunks: Iterable[str], **options: Any) -> Iterator[Event]:
-    """Events of a stream given as an iterable of chunks, as they become known."""
+    """Events of a stream given as an iterable of chunks, as they become known.
+
+    Raises what `StreamParser` raises: `TypeError` for a chunk that is not a str (or an unknown
+    option).
+    """
     parser = StreamParser(**options)
     for chunk in chunks:
         yield from parser.feed(chunk)
@@ -31,6 +35,8 @@ class ParsedOutput:
 
 
 def collect(events: Iterable[Event]) -> ParsedOutput:
+    """The events of a whole stream gathered into a ParsedOutput. Raises nothing for events of a
+    stream."""
     events = list(events)
     stops = [e.marker for e in events if isinstance(e, Stop)]
     return ParsedOutput(
@@ -44,5 +50,6 @@ def collect(events: Iterable[Event]) -> ParsedOutput:
 
 
 def parse_output(text: str, **options: Any) -> ParsedOutput:
-    """Parse a complete model output."""
+    """Parse a complete model output. Raises `TypeError` when `text` is not a str (or for an
+    unknown option); problems in the text are in the result's `errors` and calls' diagnostics."""
     return collect(parse_stream([text], **options))

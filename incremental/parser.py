@@ -39,7 +39,7 @@ _MAX_HEAD = 256
 
 
 def default_id_factory() -> str:
-    """`call_` and 24 random hex digits."""
+    """`call_` and 24 random hex digits. Raises nothing."""
     return "call_" + secrets.token_hex(12)
 
 
@@ -113,7 +113,11 @@ class StreamParser:
 
     # --- public API -----------------------------------------------------------------------------
     def feed(self, chunk: str) -> list[Event]:
-        """Events that `chunk` completes (possibly none)."""
+        """Events that `chunk` completes (possibly none).
+
+        Problems in the text become events, never exceptions. Raises `TypeError` when `chunk` is
+        not a str and `RuntimeError` after `flush()`.
+        """
         if type(chunk) is not str:
             raise TypeError(f"chunks must be str, not {type(chunk).__name__}")
         if self._finished:
@@ -145,7 +149,8 @@ class StreamParser:
         return events
 
     def flush(self) -> list[Event]:
-        """The end of the stream: release what was held back and close what is open."""
+        """The end of the stream: release what was held back and close what is open. Raises
+        nothing; a second call returns []."""
         if self._finished:
             return []
         events = self._start_events

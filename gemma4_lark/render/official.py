@@ -229,8 +229,10 @@ def render_chat(messages, tools=None, *, add_generation_prompt: bool = False, en
                 model: str | None = None) -> str:
     """OpenAI-style `messages` (and `tools`) as the official Gemma 4 chat template renders them.
 
-    variant: "e2b" (E2B/E4B) or "31b" (26B/31B). Raises ValueError where the template raises
-    (string `arguments`), UnsafeContentError for content with control tokens (see `unsafe`).
+    variant: "e2b" (E2B/E4B) or "31b" (26B/31B). Raises `ValueError` where the template raises
+    (string `arguments`) and for an unknown `variant` or `unsafe`, `UnsafeContentError` (a
+    `ValueError`) for content with control tokens (see `unsafe`), `WrongModelFamilyError` (a
+    `ValueError`) when `model` is given and is not a Gemma 4 id.
     """
     check_policy(unsafe)
     if variant not in VARIANTS:
