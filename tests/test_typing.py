@@ -40,3 +40,26 @@ def test_user_script_passes_mypy_strict(tmp_path):
          "--no-error-summary", str(SCRIPT)],
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_public_functions_document_what_they_raise():
+    import inspect
+
+    import gemma4_incremental
+    import gemma4_lark
+    from gemma4_lark import messages
+    from gemma4_lark.events import ToolCallEnd
+    from gemma4_lark.render import demote_thinking, official, omp
+
+    functions = [getattr(gemma4_lark, n) for n in gemma4_lark.__all__]
+    functions += [getattr(gemma4_incremental, n) for n in gemma4_incremental.__all__]
+    functions = [f for f in functions if inspect.isfunction(f)]
+    functions += [gemma4_incremental.StreamParser.feed, gemma4_incremental.StreamParser.flush,
+                  ToolCallEnd.to_openai, official.render_chat, demote_thinking,
+                  messages.read_official, messages.read_omp, messages.from_openai_messages,
+                  messages.to_openai_messages]
+    functions += [f for name, f in vars(omp).items()
+                  if name.startswith("render_") and inspect.isfunction(f) and f.__module__ == omp.__name__]
+    assert len(functions) > 25
+    silent = [f.__qualname__ for f in functions if "Raises" not in (f.__doc__ or "")]
+    assert silent == []
