@@ -200,3 +200,13 @@ def test_check_command(tmp_path, monkeypatch, capsys):
     finally:
         monkeypatch.undo()
         grammar.stored_tables.cache_clear()
+
+
+def test_terminals_are_those_of_the_whole_grammar():
+    # terminals() joins the two stored parsers' terminals rather than building a third parser.
+    def described(terms):
+        return {t.name: (t.pattern.type, t.pattern.value, tuple(sorted(t.pattern.flags)), t.priority) for t in terms}
+
+    whole = grammar.build(grammar.BLOCK_STARTS + grammar.DOCUMENT_STARTS, cache=False).terminals
+    assert described(grammar.terminals()) == described(whole)
+    assert len(grammar.terminals()) == len(whole)
