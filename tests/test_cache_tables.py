@@ -123,8 +123,8 @@ def test_stored_tables_are_current():
 
 
 def test_a_changed_grammar_is_not_served_from_the_stored_tables(monkeypatch):
-    # An edit that changes the language: strings may no longer hold newlines... any edit at all
-    # changes the digest, and the meaning check catches a stored file that was hand-edited.
+    # An edit that changes the language. Any edit changes the digest, so the stored tables stop
+    # serving at once, and the meaning check reports them stale until `make tables`.
     text = grammar.grammar_text()
     changed = text.replace("value_document: value", "value_document: value | value value", 1)
     assert changed != text
