@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # Reinstall only when the project's metadata changes; otherwise this is a no-op.
 STAMP := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: test demo bench docs clean
+.PHONY: test demo bench docs tables clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,9 +24,15 @@ bench: $(STAMP)
 	$(BIN)/python bench/parse_bench.py
 	$(BIN)/python bench/stream_bench.py
 	$(BIN)/python bench/render_bench.py
+	$(BIN)/python bench/import_bench.py
 
 docs: $(STAMP)
 	$(BIN)/gemma4-lark docs --out docs/spec
+
+# The parser tables the package carries (gemma4_lark/tables.json), regenerated from the grammar
+# when they are stale; tests/test_cache_tables.py fails until they are.
+tables: $(STAMP)
+	$(BIN)/python -c 'from gemma4_lark import grammar; raise SystemExit(grammar.main())'
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -10,7 +10,7 @@
                              streaming parser gives for it (consecutive text and thinking
                              deltas merged), with their spans; call ids are call_0, call_1, ...
 
-Every expectation below is written by hand from SPEC §3, §5 and the grammar's comments; nothing is
+Every expectation below is written by hand from docs/ and the grammar's comments; nothing is
 produced by running a parser. In invalid inputs, `‸` marks where the error must be reported (it is
 removed from the input). A stream's events are given with the exact text each one covers, so
 their spans follow from the text. `tests/conformance/` holds this export, and a test checks it is

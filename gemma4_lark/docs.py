@@ -129,7 +129,11 @@ def check_examples(entries) -> None:
 
 # --- railroad diagrams ----------------------------------------------------------------------------
 def _diagram(tree, names):
-    import railroad
+    try:  # only the spec pages need it: an extra, imported here rather than with the package
+        import railroad
+    except ImportError:
+        raise DocsError("railroad diagrams need the `railroad-diagrams` package: "
+                        "pip install 'gemma4-lark[docs]'") from None
 
     literals = {name: literal.replace("\n", "\\n") for literal, name in grammar.literal_terminals().items()}
 

@@ -24,7 +24,7 @@ _BRACE_BLOCK_CLOSERS = {"TOOL_CALL_CLOSE", "TOOL_RESPONSE_CLOSE", "TOOL_CLOSE"}
 _BLOCK_CLOSERS = _BRACE_BLOCK_CLOSERS | {"CHANNEL_CLOSE"}
 _CLOSERS = _BLOCK_CLOSERS | {"TURN_CLOSE", "EOS"}
 _HEAD_KEYWORDS = {"CALL_KEYWORD", "RESPONSE_KEYWORD", "DECLARATION_KEYWORD"}
-# Characters that begin something that looks like a number (SPEC §3: `[+-]?[0-9.]`).
+# Characters that begin something that looks like a number (`[+-]?[0-9.]`: docs/spec/BARE_WORD.md).
 _NUMBER_LIKE = "+-.0123456789"
 # Characters that end a malformed number's excerpt.
 _EXCERPT_END = " \t\r\n,{}[]<:"
@@ -42,7 +42,7 @@ class GemmaSyntaxError(ValueError):
         self.message = message
         self.pos = pos
         self.line, self.column = line_and_column(source, pos)
-        self.expected = list(expected)
+        self.expected: list[str] = list(expected)
         self.text = text
         start = source.rfind("\n", 0, pos) + 1
         end = source.find("\n", pos)

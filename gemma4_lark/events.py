@@ -11,7 +11,9 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field, fields
-from typing import ClassVar
+from typing import Any, ClassVar
+
+from .diagnostics import Diagnostic
 
 
 def _fast_init(cls):
@@ -50,8 +52,9 @@ class Event:
 
     __slots__ = ()
     type: ClassVar[str]
+    span: tuple[int, int]  # every event has one (declared here for type checkers)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         data = {"type": self.type}
         for f in fields(self):
             value = getattr(self, f.name)
@@ -70,7 +73,7 @@ class Text(Event):
 
     type: ClassVar[str] = "text"
     text: str
-    span: tuple
+    span: tuple[int, int]
 
 
 @_fast_init
@@ -80,7 +83,7 @@ class ThinkingStart(Event):
     stream started inside a thought (`start_in_thinking`)."""
 
     type: ClassVar[str] = "thinking_start"
-    span: tuple
+    span: tuple[int, int]
 
 
 @_fast_init
@@ -90,7 +93,7 @@ class ThinkingDelta(Event):
 
     type: ClassVar[str] = "thinking_delta"
     text: str
-    span: tuple
+    span: tuple[int, int]
 
 
 @_fast_init
@@ -101,7 +104,7 @@ class ThinkingEnd(Event):
 
     type: ClassVar[str] = "thinking_end"
     text: str
-    span: tuple
+    span: tuple[int, int]
 
 
 @_fast_init
@@ -113,7 +116,7 @@ class ToolCallStart(Event):
     id: str
     index: int
     name: str
-    span: tuple
+    span: tuple[int, int]
 
 
 @_fast_init
@@ -127,14 +130,14 @@ class ToolCallEnd(Event):
     id: str
     index: int
     name: str
-    arguments: dict
+    arguments: dict[str, Any]
     raw: str
-    diagnostics: list = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
     recovered: bool = False
-    span: tuple = (0, 0)
+    span: tuple[int, int] = (0, 0)
 
-    def to_openai(self) -> dict:
-        """The call as an OpenAI chat-completions `tool_calls` entry."""
+    def to_openai(self) -> dict[str, Any]:
+        """The call as an OpenAI chat-completions `tool_calls` entry. Raises nothing."""
         return {
             "id": self.id,
             "type": "function",
@@ -152,7 +155,7 @@ class ToolCallError(Event):
     index: int
     raw: str
     error: str
-    span: tuple
+    span: tuple[int, int]
 
 
 @_fast_init
@@ -162,7 +165,7 @@ class Stop(Event):
 
     type: ClassVar[str] = "stop"
     marker: str
-    span: tuple
+    span: tuple[int, int]
 
 
 EVENT_TYPES = (Text, ThinkingStart, ThinkingDelta, ThinkingEnd, ToolCallStart, ToolCallEnd, ToolCallError, Stop)

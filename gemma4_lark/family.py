@@ -1,4 +1,4 @@
-"""Which tool-calling format a model id speaks (SPEC §9).
+"""Which tool-calling format a model id speaks (docs/README.md, "Model families").
 
 OMP maps Gemma 3 and Gemma 4 ids to the same dialect, so a Gemma 3 model gets Gemma 4 syntax it
 was never trained on (Gemma 3 writes Python-style `tool_code` blocks). This tells them apart.

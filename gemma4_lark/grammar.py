@@ -7,21 +7,37 @@ in a wheel (the build copies what the link points to), so both read it the same 
 Two parsers come from the one file (see the grammar's header): the block parser, whose lexer knows
 only what can stand inside a block, and the document parser for thoughts, model outputs and
 transcripts.
+
+Building a parser's LALR tables takes tens of milliseconds, so the package also carries them,
+generated from the grammar, as plain JSON data (`tables.json`, written by `make tables`). They are
+used only when they were generated from this very grammar text by the Lark version installed;
+otherwise the parser is built from the grammar. Nothing is ever unpickled: see docs/security.md,
+"Loading the parser tables".
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+import sys
 from importlib import resources
+from pathlib import Path
 
 import lark
+from lark.parsers.lalr_analysis import Shift
 
 GRAMMAR_PACKAGE = "gemma4_lark"
 GRAMMAR_FILE = "gemma4.lark"
+TABLES_FILE = "tables.json"
 
 BLOCK_STARTS = ("call_block", "response_block", "declaration_block", "response_blocks", "declaration_blocks",
                 "value_document")
 DOCUMENT_STARTS = ("thought", "model_output", "transcript")
+# The parsers whose tables the package carries.
+STORED_STARTS = {"block": BLOCK_STARTS, "document": DOCUMENT_STARTS}
+
+_OPTIONS = dict(parser="lalr", lexer="contextual", maybe_placeholders=False, propagate_positions=False)
 
 
 @functools.lru_cache(maxsize=1)
@@ -34,25 +50,112 @@ def build(starts, *, strict: bool = False, cache: bool = True) -> lark.Lark:
     """A Lark LALR parser with the contextual lexer for the given start rules.
 
     `strict=True` makes Lark refuse any conflict or regex collision (the test suite builds both
-    parsers that way); the runtime parsers skip that check and use Lark's on-disk cache, since
-    the grammar is fixed for an installed version.
+    parsers that way). With `cache=True` (and not strict), the block and document parsers come
+    from the tables the package carries when those are current (see `stored_tables`); any other
+    parser, or `cache=False`, is built from the grammar, and only then keeps the analysed grammar
+    (`parser.grammar`) that hypothesis's `from_lark` reads.
+
+    Raises `lark.exceptions.GrammarError` (or another `LarkError`) only if the grammar itself is
+    broken, which the test suite rules out for the grammar it ships.
     """
-    return lark.Lark(
-        grammar_text(),
-        parser="lalr",
-        lexer="contextual",
-        start=list(starts),
-        strict=strict,
-        maybe_placeholders=False,
-        propagate_positions=False,
-        cache=cache and not strict,
-    )
+    starts = tuple(starts)
+    if cache and not strict:
+        tables = stored_tables()
+        if tables is not None:
+            for kind, stored in STORED_STARTS.items():
+                if stored == starts:
+                    return lark.Lark._load_from_dict(tables[kind]["data"], tables[kind]["memo"])
+    return lark.Lark(grammar_text(), start=list(starts), strict=strict, **_OPTIONS)
+
+
+def grammar_sha256() -> str:
+    """The SHA-256 of the grammar's text, which the stored tables record."""
+    return hashlib.sha256(grammar_text().encode("utf-8")).hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def stored_tables() -> dict | None:
+    """The parser tables the package carries, decoded, or None when they are missing or were not
+    generated from this grammar by the installed Lark version (then parsers are built instead)."""
+    try:
+        text = resources.files(GRAMMAR_PACKAGE).joinpath(TABLES_FILE).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    stored = decode_tables(text)
+    if stored["grammar_sha256"] != grammar_sha256() or stored["lark_version"] != lark.__version__:
+        return None
+    return stored["parsers"]
+
+
+def generate_tables() -> dict:
+    """The tables of the block and document parsers, built from the grammar, as plain data."""
+    parsers = {}
+    for kind, starts in STORED_STARTS.items():
+        data, memo = build(starts, cache=False).memo_serialize([lark.lexer.TerminalDef, lark.grammar.Rule])
+        parsers[kind] = {"data": data, "memo": memo}
+    return {"grammar_sha256": grammar_sha256(), "lark_version": lark.__version__, "parsers": parsers}
+
+
+# JSON has neither tuples nor integer keys, and Lark's serialized tables use both. Two tagged
+# objects carry them exactly; `decode_tables(encode_tables(x)) == x` (a test checks it).
+_TUPLE = "~tuple"
+_INT_KEYS = "~int_keys"
+
+
+def _to_json(value):
+    if isinstance(value, tuple):
+        return {_TUPLE: [_to_json(v) for v in value]}
+    if isinstance(value, list):
+        return [_to_json(v) for v in value]
+    if isinstance(value, dict):
+        if value and all(type(k) is int for k in value):
+            return {_INT_KEYS: [[k, _to_json(v)] for k, v in value.items()]}
+        if not all(type(k) is str and not k.startswith("~") for k in value):
+            raise TypeError(f"cannot store a dict with keys {list(value)[:5]!r}")
+        return {k: _to_json(v) for k, v in value.items()}
+    if value is None or type(value) in (str, int, float, bool):
+        return value
+    raise TypeError(f"cannot store {type(value).__name__} in the tables")
+
+
+def _from_json(obj: dict):
+    if _TUPLE in obj:
+        return tuple(obj[_TUPLE])
+    if _INT_KEYS in obj:
+        return dict(obj[_INT_KEYS])
+    return obj
+
+
+def encode_tables(tables: dict) -> str:
+    """`tables` as JSON text (one line per parser, so that a regenerated file diffs by parser)."""
+    head = {k: v for k, v in tables.items() if k != "parsers"}
+    lines = ["{" + json.dumps(head)[1:-1] + ', "parsers": {']
+    items = list(tables["parsers"].items())
+    for i, (kind, parser) in enumerate(items):
+        comma = "," if i < len(items) - 1 else ""
+        lines.append(json.dumps(kind) + ": " + json.dumps(_to_json(parser), separators=(",", ":")) + comma)
+    lines.append("}}")
+    return "\n".join(lines) + "\n"
+
+
+def decode_tables(text: str) -> dict:
+    """The inverse of `encode_tables`. Plain JSON: decoding runs no code."""
+    return json.loads(text, object_hook=_from_json)
+
+
+def tables_path() -> Path:
+    """Where `make tables` writes the tables: beside this module, in the source tree."""
+    return Path(__file__).resolve().parent / TABLES_FILE
 
 
 @functools.lru_cache(maxsize=1)
 def terminals() -> tuple:
     """Every terminal of the grammar (Lark's TerminalDef objects)."""
-    return tuple(build(BLOCK_STARTS + DOCUMENT_STARTS).terminals)
+    found = {}
+    for starts in STORED_STARTS.values():
+        for term in build(starts).terminals:
+            found.setdefault(term.name, term)
+    return tuple(found.values())
 
 
 @functools.lru_cache(maxsize=1)
@@ -72,10 +175,89 @@ def terminal_literal(name: str) -> str | None:
 
 @functools.lru_cache(maxsize=None)
 def terminal_pattern(name: str):
-    """The compiled regular expression of a terminal, as the grammar defines it."""
+    """The compiled regular expression of a terminal, as the grammar defines it.
+
+    Raises `KeyError` when the grammar has no terminal of that name.
+    """
     import re
 
     for term in terminals():
         if term.name == name:
             return re.compile(term.pattern.to_regexp())
     raise KeyError(name)
+
+
+def canonical_tables(parser: lark.Lark) -> dict:
+    """What a parser's tables mean, independent of how one build happened to number them.
+
+    Lark numbers LALR states and tokens in an order that varies from process to process (it
+    follows string hashing), so two builds of one grammar differ as data. Numbering the states
+    breadth-first from the start states, transitions in symbol order, makes them comparable: two
+    parsers accept the same language the same way exactly when these are equal.
+    """
+    table = parser.parser.parser.parser.parse_table
+
+    def rule_key(rule):
+        o = rule.options
+        return (rule.origin.name, tuple(s.name for s in rule.expansion), rule.alias, rule.order,
+                o.keep_all_tokens, o.expand1, o.priority, o.template_source, tuple(o.empty_indices))
+
+    number = {}
+    queue = []
+    for start in sorted(table.start_states):
+        state = table.start_states[start]
+        if state not in number:
+            number[state] = len(number)
+            queue.append(state)
+    rows = []
+    for state in queue:  # grows while it is walked: a breadth-first walk
+        row = []
+        for symbol in sorted(table.states[state]):
+            kind, arg = table.states[state][symbol]
+            if kind is Shift:
+                if arg not in number:
+                    number[arg] = len(number)
+                    queue.append(arg)
+                row.append((symbol, "shift", number[arg]))
+            else:
+                row.append((symbol, "reduce", rule_key(arg)))
+        rows.append(tuple(row))
+    return {
+        "states": tuple(rows),
+        "start_states": {s: number[i] for s, i in table.start_states.items()},
+        "end_states": {s: number[i] for s, i in table.end_states.items()},
+        "terminals": sorted((t.name, t.pattern.type, t.pattern.value, tuple(sorted(t.pattern.flags)), t.priority)
+                            for t in parser.terminals),
+        "ignore": sorted(parser.lexer_conf.ignore),
+    }
+
+
+def stale_tables() -> list[str]:
+    """The stored parsers that are missing or differ from what the grammar builds (empty: current)."""
+    tables = stored_tables()
+    if tables is None:
+        return sorted(STORED_STARTS)
+    return [kind for kind, starts in STORED_STARTS.items()
+            if canonical_tables(lark.Lark._load_from_dict(tables[kind]["data"], tables[kind]["memo"]))
+            != canonical_tables(build(starts, cache=False))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -c 'from gemma4_lark import grammar; grammar.main()' [--check]`: regenerate the
+    stored tables beside this module when they are stale (`make tables`), or only check that they
+    are current (exit 1 if not)."""
+    args = sys.argv[1:] if argv is None else argv
+    if args not in ([], ["--check"]):
+        print("usage: grammar.main([--check])", file=sys.stderr)
+        return 2
+    if args == ["--check"]:
+        stale = stale_tables()
+        if stale:
+            print(f"{tables_path()} is stale ({', '.join(stale)}): run `make tables`", file=sys.stderr)
+            return 1
+        return 0
+    # Lark's numbering varies from build to build: rewrite the file only when its meaning changed.
+    if stale_tables():
+        tables_path().write_text(encode_tables(generate_tables()), encoding="utf-8")
+        stored_tables.cache_clear()
+    return 0

@@ -1,4 +1,4 @@
-"""Rendered prompts read back into messages (SPEC §7), and OpenAI messages in OMP's shape.
+"""Rendered prompts read back into messages (docs/guide.md, "Read a prompt back"), and OpenAI messages in OMP's shape.
 
 `read_official(text)` turns an official-profile prompt into what `render.official.render_chat`
 takes (messages, tools, enable_thinking, add_generation_prompt); `read_omp(text)` turns an
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from .model import (
     AwaitingResponse, Media, Text, ThinkSwitch, Thought, ThoughtPrefill, ToolCall, ToolDeclaration, ToolResponse,
@@ -63,7 +64,7 @@ def _add_content(message: dict, part) -> None:
 
 
 def read_official(text: str | Transcript) -> OfficialPrompt:
-    """Read a prompt rendered by the official template (either variant)."""
+    """Read a prompt rendered by the official template (either variant). Raises `GemmaSyntaxError` when `text` is not a transcript the grammar accepts."""
     transcript = parse_transcript(text) if isinstance(text, str) else text
     prompt = OfficialPrompt()
     turns = list(transcript.turns)
@@ -181,8 +182,8 @@ def _omp_result_text(value) -> str:
     return js.dumps(value)
 
 
-def read_omp(text: str | Transcript) -> list:
-    """Read a transcript rendered by the omp profile into OMP's message shape."""
+def read_omp(text: str | Transcript) -> list[dict[str, Any]]:
+    """Read a transcript rendered by the omp profile into OMP's message shape. Raises `GemmaSyntaxError` when `text` is not a transcript the grammar accepts."""
     transcript = parse_transcript(text) if isinstance(text, str) else text
     messages = []
     calls = 0
@@ -212,7 +213,8 @@ def read_omp(text: str | Transcript) -> list:
 
 
 def from_openai_messages(messages) -> list:
-    """OpenAI chat messages in OMP's shape (for the omp profile)."""
+    """OpenAI chat messages in OMP's shape (for the omp profile). Raises `TypeError` when
+    `messages` is not a list of dicts."""
     out = []
     names = {}
     for message in messages:
@@ -249,5 +251,5 @@ def from_openai_messages(messages) -> list:
 
 
 def to_openai_messages(text: str | Transcript) -> list:
-    """Any rendered transcript as OpenAI chat messages (the official reading)."""
+    """Any rendered transcript as OpenAI chat messages (the official reading). Raises `GemmaSyntaxError` when `text` is not a transcript the grammar accepts."""
     return read_official(text).messages

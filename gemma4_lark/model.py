@@ -15,7 +15,7 @@ class ToolCall:
     """`<|tool_call>call:NAME{...}<tool_call|>`: one call the model made."""
 
     name: str
-    arguments: dict = field(default_factory=dict)
+    arguments: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class ToolResponse:
     """`<|tool_response>response:NAME{...}<tool_response|>`: one tool result in a prompt."""
 
     name: str
-    fields: dict = field(default_factory=dict)
+    fields: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class ToolDeclaration:
     """`<|tool>declaration:NAME{...}<tool|>`: one tool declared in the system turn."""
 
     name: str
-    fields: dict = field(default_factory=dict)
+    fields: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -62,35 +62,69 @@ def parse(text: str, start: str, *, max_depth: int = DEFAULT_MAX_DEPTH, duplicat
 
 
 def parse_call(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> ToolCall:
-    """`<|tool_call>call:NAME{...}<tool_call|>` -> ToolCall(name, arguments)."""
+    """`<|tool_call>call:NAME{...}<tool_call|>` -> ToolCall(name, arguments).
+
+    Raises `GemmaSyntaxError` (a `ValueError`, with line, column and position) for text outside the
+    language, nesting deeper than `max_depth` and numbers beyond a double included; `TypeError`
+    when `text` is not a str.
+    """
     return parse(text, "call_block", max_depth=max_depth)
 
 
 def parse_response(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> ToolResponse:
-    """`<|tool_response>response:NAME{...}<tool_response|>` -> ToolResponse(name, fields)."""
+    """`<|tool_response>response:NAME{...}<tool_response|>` -> ToolResponse(name, fields).
+
+    Raises `GemmaSyntaxError` (a `ValueError`, with line, column and position) for text outside the
+    language, nesting deeper than `max_depth` and numbers beyond a double included; `TypeError`
+    when `text` is not a str.
+    """
     return parse(text, "response_block", max_depth=max_depth)
 
 
 def parse_declaration(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> ToolDeclaration:
-    """`<|tool>declaration:NAME{...}<tool|>` -> ToolDeclaration(name, fields)."""
+    """`<|tool>declaration:NAME{...}<tool|>` -> ToolDeclaration(name, fields).
+
+    Raises `GemmaSyntaxError` (a `ValueError`, with line, column and position) for text outside the
+    language, nesting deeper than `max_depth` and numbers beyond a double included; `TypeError`
+    when `text` is not a str.
+    """
     return parse(text, "declaration_block", max_depth=max_depth)
 
 
 def parse_value(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH):
-    """One value of the value language -> str, int, float, bool, None, list or dict."""
+    """One value of the value language -> str, int, float, bool, None, list or dict.
+
+    Raises `GemmaSyntaxError` (a `ValueError`, with line, column and position) for text outside the
+    language, nesting deeper than `max_depth` and numbers beyond a double included; `TypeError`
+    when `text` is not a str.
+    """
     return parse(text, "value_document", max_depth=max_depth)
 
 
 def parse_thought(text: str) -> Thought:
-    """`<|channel>thought\\n...<channel|>` -> Thought(text)."""
+    """`<|channel>thought\\n...<channel|>` -> Thought(text).
+
+    Raises `GemmaSyntaxError` (a `ValueError`, with line, column and position) for text outside the
+    language; `TypeError` when `text` is not a str.
+    """
     return parse(text, "thought")
 
 
 def parse_model_output(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> ModelOutput:
-    """A whole model output (text, thoughts, calls, a final stop marker) -> ModelOutput."""
+    """A whole model output (text, thoughts, calls, a final stop marker) -> ModelOutput.
+
+    Raises `GemmaSyntaxError` (a `ValueError`, with line, column and position) for text outside the
+    language, nesting deeper than `max_depth` and numbers beyond a double included; `TypeError`
+    when `text` is not a str.
+    """
     return parse(text, "model_output", max_depth=max_depth)
 
 
 def parse_transcript(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> Transcript:
-    """A whole prompt or conversation -> Transcript(turns, bos)."""
+    """A whole prompt or conversation -> Transcript(turns, bos).
+
+    Raises `GemmaSyntaxError` (a `ValueError`, with line, column and position) for text outside the
+    language, nesting deeper than `max_depth` and numbers beyond a double included; `TypeError`
+    when `text` is not a str.
+    """
     return parse(text, "transcript", max_depth=max_depth)

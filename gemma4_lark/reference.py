@@ -83,7 +83,7 @@ def _number(text: str):
 
 
 def _looks_numeric(text: str) -> bool:
-    """Begins like a number (SPEC §3: `[+-]?[0-9.]`)."""
+    """Begins like a number (`[+-]?[0-9.]`: docs/spec/BARE_WORD.md)."""
     if text[:1] in _DIGITS or text[:1] == ".":
         return True
     return text[:1] in ("+", "-") and len(text) > 1 and (text[1] in _DIGITS or text[1] == ".")

@@ -1,4 +1,4 @@
-"""The special tokens of Gemma 4 (SPEC §1) as text.
+"""The special tokens of Gemma 4 (the grammar's terminals: docs/spec/index.md) as text.
 
 Renderers write these; the parsers read them through the grammar. Error messages and renderers take
 them from here rather than spelling them out again.

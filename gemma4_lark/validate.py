@@ -30,7 +30,8 @@ def _kind(text: str) -> tuple[str, str]:
 def validate(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> list[Diagnostic]:
     """Every problem found in `text`, in order; an empty list means valid.
 
-    Codes: `syntax` (error) and `duplicate-key` (warning: the last value wins).
+    Codes: `syntax` (error) and `duplicate-key` (warning: the last value wins). Raises nothing
+    for a str: problems in the text are reported, not raised.
     """
     start, resume_token = _kind(text)
     diagnostics: list[Diagnostic] = []

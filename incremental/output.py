@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
-from gemma4_lark.events import Stop, Text, ThinkingEnd, ToolCallEnd, ToolCallError
+from gemma4_lark.events import Event, Stop, Text, ThinkingEnd, ToolCallEnd, ToolCallError
 from .parser import StreamParser
 
 
-def parse_stream(chunks: Iterable[str], **options) -> Iterator:
-    """Events of a stream given as an iterable of chunks, as they become known."""
+def parse_stream(chunks: Iterable[str], **options: Any) -> Iterator[Event]:
+    """Events of a stream given as an iterable of chunks, as they become known.
+
+    Raises what `StreamParser` raises: `TypeError` for a chunk that is not a str (or an unknown
+    option).
+    """
     parser = StreamParser(**options)
     for chunk in chunks:
         yield from parser.feed(chunk)
@@ -23,14 +27,16 @@ class ParsedOutput:
     first stop marker (or None)."""
 
     text: str
-    thinking: list = field(default_factory=list)
-    calls: list = field(default_factory=list)
-    errors: list = field(default_factory=list)
+    thinking: list[str] = field(default_factory=list)
+    calls: list[ToolCallEnd] = field(default_factory=list)
+    errors: list[ToolCallError] = field(default_factory=list)
     stop: str | None = None
-    events: list = field(default_factory=list, repr=False)
+    events: list[Event] = field(default_factory=list, repr=False)
 
 
-def collect(events) -> ParsedOutput:
+def collect(events: Iterable[Event]) -> ParsedOutput:
+    """The events of a whole stream gathered into a ParsedOutput. Raises nothing for events of a
+    stream."""
     events = list(events)
     stops = [e.marker for e in events if isinstance(e, Stop)]
     return ParsedOutput(
@@ -43,6 +49,7 @@ def collect(events) -> ParsedOutput:
     )
 
 
-def parse_output(text: str, **options) -> ParsedOutput:
-    """Parse a complete model output."""
+def parse_output(text: str, **options: Any) -> ParsedOutput:
+    """Parse a complete model output. Raises `TypeError` when `text` is not a str (or for an
+    unknown option); problems in the text are in the result's `errors` and calls' diagnostics."""
     return collect(parse_stream([text], **options))

@@ -23,7 +23,7 @@ from gemma4_lark.reference import decode_call
 from gemma4_lark.grammar import terminal_pattern
 
 from gemma4_lark.events import (
-    Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
+    Event, Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
 )
 
 # States. _STRING is inside a `<|"|>` string of a call block, where only the delimiter counts.
@@ -39,7 +39,7 @@ _MAX_HEAD = 256
 
 
 def default_id_factory() -> str:
-    """`call_` and 24 random hex digits."""
+    """`call_` and 24 random hex digits. Raises nothing."""
     return "call_" + secrets.token_hex(12)
 
 
@@ -112,8 +112,12 @@ class StreamParser:
             self._start_events = []
 
     # --- public API -----------------------------------------------------------------------------
-    def feed(self, chunk: str) -> list:
-        """Events that `chunk` completes (possibly none)."""
+    def feed(self, chunk: str) -> list[Event]:
+        """Events that `chunk` completes (possibly none).
+
+        Problems in the text become events, never exceptions. Raises `TypeError` when `chunk` is
+        not a str and `RuntimeError` after `flush()`.
+        """
         if type(chunk) is not str:
             raise TypeError(f"chunks must be str, not {type(chunk).__name__}")
         if self._finished:
@@ -144,8 +148,9 @@ class StreamParser:
         self._scan(self._pending + chunk, events, final=False)
         return events
 
-    def flush(self) -> list:
-        """The end of the stream: release what was held back and close what is open."""
+    def flush(self) -> list[Event]:
+        """The end of the stream: release what was held back and close what is open. Raises
+        nothing; a second call returns []."""
         if self._finished:
             return []
         events = self._start_events

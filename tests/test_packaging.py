@@ -1,12 +1,30 @@
-"""The wheel carries the grammar: build it, install it into a fresh virtual environment, parse."""
+"""The wheel is what a user installs: build it, install it into a fresh virtual environment, and
+use it there (the grammar, the stored parser tables, the type marker, the licence, the extras)."""
 
+import os
 import subprocess
 import sys
 import venv
+import zipfile
 
 import pytest
 
 from conftest import REPO
+from gemma4_lark import docs
+
+
+def test_docs_without_railroad_is_a_clear_error(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(sys.modules, "railroad", None)  # import railroad -> ImportError
+    assert docs.main(str(tmp_path / "spec"), check=False) == 1
+    assert "pip install 'gemma4-lark[docs]'" in capsys.readouterr().err
+
+
+def test_runtime_dependencies_are_only_lark():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert [d.split(">")[0].split("=")[0] for d in project["dependencies"]] == ["lark"]
+    assert "railroad-diagrams>=3.0" in project["optional-dependencies"]["docs"]
 
 
 @pytest.mark.slow
@@ -15,15 +33,71 @@ def test_wheel_installs_and_parses(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
                     "-w", str(dist), str(REPO)], check=True)
     [wheel] = dist.glob("gemma4_lark-*.whl")
-    import zipfile
-
     names = zipfile.ZipFile(wheel).namelist()
-    assert "gemma4_lark/gemma4.lark" in names
+    for name in ("gemma4_lark/gemma4.lark", "gemma4_lark/tables.json", "gemma4_lark/py.typed",
+                 "gemma4_incremental/py.typed"):
+        assert name in names, name
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), names
     env = tmp_path / "venv"
     venv.create(env, with_pip=True)
     python = env / "bin" / "python"
     subprocess.run([str(python), "-m", "pip", "install", "-q", str(wheel)], check=True)
-    code = ("import gemma4_lark as g; "
-            "print(g.parse_call('<|tool_call>call:f{a:1}<tool_call|>').arguments['a'])")
+    code = ("import lark, json, gemma4_lark as g; from gemma4_lark import grammar; "
+            "print(g.parse_call('<|tool_call>call:f{a:1}<tool_call|>').arguments['a'], "
+            "grammar.stored_tables() is not None, "
+            "json.loads(grammar.tables_path().read_text())['lark_version'] == lark.__version__)")
     result = subprocess.run([str(python), "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == "1"
+    value, used_tables, same_lark = result.stdout.split()
+    assert value == "1"
+    assert used_tables == same_lark  # the stored tables serve whenever the installed Lark wrote them
+
+    # railroad-diagrams is not a dependency: `docs` says what to install, without a traceback.
+    result = subprocess.run([str(env / "bin" / "gemma4-lark"), "docs", "--out", str(tmp_path / "spec")],
+                            cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 1 and "gemma4-lark[docs]" in result.stderr and "Traceback" not in result.stderr
+
+    # The installed package is typed: mypy --strict reads it through py.typed, as a user's would.
+    pytest.importorskip("mypy")
+    script = REPO / "tests" / "typing" / "user_script.py"
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--python-executable", str(python), "--no-error-summary",
+         "--cache-dir", str(tmp_path / "mypy-cache"), str(script)],
+        capture_output=True, text=True, cwd=tmp_path, env=dict(os.environ, MYPYPATH=""), timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_no_references_to_a_spec_the_repository_does_not_have():
+    # `SPEC §n` pointed at a requirements file outside the repository; links go to its own docs.
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    found = []
+    for name in tracked.split():
+        path = REPO / name
+        if path.suffix in (".py", ".md", ".lark", ".toml", ".txt") and path.is_file():
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if "SPEC §" in line and name != "tests/test_packaging.py":
+                    found.append(f"{name}:{number}")
+    assert found == []
+
+
+def test_readme_reads_as_a_pypi_page():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    lines = readme.splitlines()
+    assert lines[3].startswith("make demo") and lines[4].startswith("make test")  # the project's rule
+    assert "pip install gemma4-lark" in "\n".join(lines[:15])
+    # PyPI shows the README away from the repository: a relative link there leads nowhere.
+    import re
+
+    relative = [target for target in re.findall(r"\]\(([^)]+)\)", readme) if not target.startswith("https://")]
+    assert relative == []
+    assert "OMP (oh-my-pi) is" in readme
+
+
+def test_project_metadata():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "Apache-2.0" and project["license-files"] == ["LICENSE"]
+    assert "Typing :: Typed" in project["classifiers"]
+    text = (REPO / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+    assert "END OF TERMS AND CONDITIONS" in text and "APPENDIX: How to apply the Apache License" in text

@@ -1,4 +1,4 @@
-"""Reading back (SPEC §7): a rendered transcript parses into the structure that was rendered, and
+"""Reading back (docs/guide.md, "Read a prompt back"): a rendered transcript parses into the structure that was rendered, and
 rendering what was read gives the same text, for both profiles."""
 
 import json

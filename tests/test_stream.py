@@ -1,4 +1,4 @@
-"""gemma4_incremental.StreamParser: behaviour, one test per rule of SPEC §5."""
+"""gemma4_incremental.StreamParser: behaviour, one test per rule of docs/streaming.md."""
 
 import pytest
 from hypothesis import given, strategies as st

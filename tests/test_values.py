@@ -1,4 +1,4 @@
-"""Value semantics (SPEC §3) through the public API, and the canonical round trip."""
+"""Value semantics (docs/README.md, "Values in Python") through the public API, and the canonical round trip."""
 
 import math
 

@@ -12,7 +12,8 @@ from .safety import UnsafeContentError
 
 def demote_thinking(text: str) -> str:
     """`<|channel>thought\\n...<channel|>` blocks as `<think>...</think>`, for structured messages
-    where control tokens must not appear. An unclosed thought runs to the end of the text."""
+    where control tokens must not appear. An unclosed thought runs to the end of the text.
+    Raises nothing for a str."""
     out = []
     i = 0
     opener = tokens.CHANNEL_OPEN + "thought"

@@ -1,4 +1,4 @@
-"""The `official` profile: the Gemma 4 chat template of July 2026, byte for byte (SPEC §6).
+"""The `official` profile: the Gemma 4 chat template of July 2026, byte for byte (docs/official-template.md).
 
 A line-by-line translation of `gemma4-{e2b,31b}-2026-07.jinja` (see docs/official-template.md)
 into plain Python: the same decisions in the same order, with Jinja's semantics kept where they
@@ -7,7 +7,7 @@ show in the output (`dictsort` sorts keys case-insensitively, `trim` strips Unic
 in one place: with the generation prompt and thinking off, the 26B/31B one prefills an empty
 thought.
 
-Every string is passed through the `unsafe` policy first (SPEC §8); with unsafe="allow" the output
+Every string is passed through the `unsafe` policy first (docs/security.md); with unsafe="allow" the output
 is exactly the template's.
 """
 
@@ -229,8 +229,10 @@ def render_chat(messages, tools=None, *, add_generation_prompt: bool = False, en
                 model: str | None = None) -> str:
     """OpenAI-style `messages` (and `tools`) as the official Gemma 4 chat template renders them.
 
-    variant: "e2b" (E2B/E4B) or "31b" (26B/31B). Raises ValueError where the template raises
-    (string `arguments`), UnsafeContentError for content with control tokens (see `unsafe`).
+    variant: "e2b" (E2B/E4B) or "31b" (26B/31B). Raises `ValueError` where the template raises
+    (string `arguments`) and for an unknown `variant` or `unsafe`, `UnsafeContentError` (a
+    `ValueError`) for content with control tokens (see `unsafe`), `WrongModelFamilyError` (a
+    `ValueError`) when `model` is given and is not a Gemma 4 id.
     """
     check_policy(unsafe)
     if variant not in VARIANTS:

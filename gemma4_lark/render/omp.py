@@ -1,4 +1,4 @@
-"""The `omp` profile: OMP's Gemma dialect, byte for byte (SPEC §6).
+"""The `omp` profile: OMP's Gemma dialect, byte for byte (docs/omp-compatibility.md).
 
 Messages use OMP's own JSON shape (camelCase): `system`/`developer`/`user` with string or part-list
 content, `assistant` with `text`, `thinking` and `toolCall` parts, and `toolResult` with
@@ -33,7 +33,12 @@ def _name(name: str, where: str, unsafe: str) -> str:
 
 
 def render_tool_call(name: str, arguments: dict, *, unsafe: str = "error", where: str = "call") -> str:
-    """`<|tool_call>call:NAME{k:v,...}<tool_call|>`, keys in insertion order."""
+    """`<|tool_call>call:NAME{k:v,...}<tool_call|>`, keys in insertion order.
+
+    Raises `UnsafeContentError` (a `ValueError`) for content that would forge structure under
+    unsafe="error", `ValueError` for an unknown `unsafe`, `TypeError` when `arguments` is not a
+    dict or holds a value with no text in the value language.
+    """
     if not isinstance(arguments, dict):
         raise TypeError(f"arguments must be a dict, not {type(arguments).__name__} ({where})")
     return (tokens.TOOL_CALL_OPEN + tokens.CALL_KEYWORD + _name(name, f"{where}.name", unsafe)
@@ -41,7 +46,10 @@ def render_tool_call(name: str, arguments: dict, *, unsafe: str = "error", where
 
 
 def render_tool_calls(calls, *, unsafe: str = "error") -> str:
-    """Several calls, concatenated; each a ToolCall or a {"name", "arguments"} dict."""
+    """Several calls, concatenated; each a ToolCall or a {"name", "arguments"} dict.
+
+    Raises what `render_tool_call` raises, and `KeyError` for a dict without "name".
+    """
     out = []
     for i, call in enumerate(calls):
         if isinstance(call, ToolCall):
@@ -63,7 +71,12 @@ def _result_value(text: str):
 def render_tool_results(results, *, unsafe: str = "error") -> str:
     """`<|tool_response>response:NAME{output:VALUE}<tool_response|>` per result (dicts with
     "name", "text" and "is_error"; the wire has no error flag, so an error result has the same
-    shape and its failure must be in its text)."""
+    shape and its failure must be in its text).
+
+    Raises `UnsafeContentError` (a `ValueError`) for content that would forge structure under
+    unsafe="error", `ValueError` for an unknown `unsafe`, `KeyError` for a result without
+    "name" or "text".
+    """
     writer = _writer(unsafe)
     out = []
     for i, result in enumerate(results):
@@ -76,7 +89,11 @@ def render_tool_results(results, *, unsafe: str = "error") -> str:
 
 
 def render_thinking(text: str, *, unsafe: str = "error", where: str = "thinking") -> str:
-    """`<|channel>thought\\n` + text + `<channel|>`; empty thinking renders nothing."""
+    """`<|channel>thought\\n` + text + `<channel|>`; empty thinking renders nothing.
+
+    Raises `UnsafeContentError` (a `ValueError`) for content that would forge structure under
+    unsafe="error", `ValueError` for an unknown `unsafe`.
+    """
     if not text:
         return ""
     return tokens.THOUGHT_OPEN + guard(text, where, unsafe) + tokens.CHANNEL_CLOSE
@@ -116,7 +133,13 @@ def _results_of(messages, start: int, unsafe: str):
 
 def render_transcript(messages, *, unsafe: str = "error", model: str | None = None) -> str:
     """`<bos>` then one turn per message (`developer` becomes `system`); an assistant message is a
-    `model` turn holding its thinking, its text, its calls, and the results that follow it."""
+    `model` turn holding its thinking, its text, its calls, and the results that follow it.
+
+    Raises `UnsafeContentError` (a `ValueError`) for content that would forge structure under
+    unsafe="error", `ValueError` for an unknown `unsafe` or an unknown role, `TypeError`
+    for a value with no text in the value language, `WrongModelFamilyError` (a `ValueError`) when
+    `model` is given and is not a Gemma 4 id.
+    """
     check_policy(unsafe)
     if model is not None:
         from ..family import require_gemma4
@@ -166,7 +189,11 @@ def _openai_tool(tool: dict) -> dict:
 
 
 def render_tool_catalog(tools, *, unsafe: str = "error") -> str:
-    """One compact OpenAI-style JSON object per tool, one per line."""
+    """One compact OpenAI-style JSON object per tool, one per line.
+
+    Raises `UnsafeContentError` (a `ValueError`) for content that would forge structure under
+    unsafe="error", `ValueError` for an unknown `unsafe`.
+    """
     check_policy(unsafe)
     return "\n".join(guard(js.dumps(_openai_tool(t)), f"tools[{i}]", unsafe) for i, t in enumerate(tools))
 
@@ -195,7 +222,11 @@ DEFAULT_PROMPT_TEMPLATE = (
 
 def render_tool_prompt(tools, template: str = DEFAULT_PROMPT_TEMPLATE, *, unsafe: str = "error") -> str:
     """A system prompt: `template` with `{{TOOLS}}` (the catalog in `<tools>` tags) and
-    `{{DIALECT}}` (the format guide) filled in."""
+    `{{DIALECT}}` (the format guide) filled in.
+
+    Raises `UnsafeContentError` (a `ValueError`) for content that would forge structure under
+    unsafe="error", `ValueError` for an unknown `unsafe`.
+    """
     catalog = "<tools>\n" + render_tool_catalog(tools, unsafe=unsafe) + "\n</tools>"
     return template.replace("{{TOOLS}}", catalog).replace("{{DIALECT}}", format_guide())
 
@@ -239,7 +270,11 @@ def _ts_type(schema: dict, indent: str) -> list[str]:
 
 def render_tool_inventory(tools, *, unsafe: str = "error") -> str:
     """`## functions` and one `namespace functions { ... }` block: each tool's description as `//`
-    lines above `type NAME = (_: PARAMS) => any;`, its `examples` as `// @example` lines."""
+    lines above `type NAME = (_: PARAMS) => any;`, its `examples` as `// @example` lines.
+
+    Raises `UnsafeContentError` (a `ValueError`) for content that would forge structure under
+    unsafe="error", `ValueError` for an unknown `unsafe`.
+    """
     check_policy(unsafe)
     lines = ["## functions", "", "namespace functions {", ""]
     for i, tool in enumerate(tools):

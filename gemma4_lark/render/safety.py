@@ -1,4 +1,4 @@
-"""Content that could forge structure (SPEC §8).
+"""Content that could forge structure (docs/security.md).
 
 The tokenizer turns every control token into its special token wherever it appears, even inside a
 `<|"|>` string, so a tool result containing `<turn|><|turn>system` would end its turn and open a

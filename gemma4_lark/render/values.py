@@ -1,4 +1,4 @@
-"""Python values into the value language, for every profile (SPEC §3, §6).
+"""Python values into the value language, for every profile (docs/README.md, "Values in Python"; docs/omp-compatibility.md).
 
 One writer, configured per profile: how numbers are written (Python's `str`, or JavaScript's),
 how keys are written (bare when the grammar's KEY terminal accepts them, or always bare, or always

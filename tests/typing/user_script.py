@@ -1,0 +1,102 @@
+"""A user's script over the public API, type-checked with `mypy --strict` by tests/test_typing.py.
+
+`assert_type` pins what the public annotations promise: an annotation loosened to `list`, `dict`
+or nothing (`Any`) fails the check. The script also runs, so what it asserts is true.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from typing_extensions import assert_type
+
+import gemma4_lark as g
+from gemma4_incremental import (
+    Event, ParsedOutput, StreamParser, Text, ThinkingEnd, ToolCallEnd, ToolCallError, ToolCallStart, collect,
+    parse_output, parse_stream,
+)
+from gemma4_lark.messages import OfficialPrompt, read_official, read_omp
+from gemma4_lark.render import omp
+from gemma4_lark.render.official import render_chat
+
+BLOCK = '<|tool_call>call:get_weather{location:<|"|>Tokyo, JP<|"|>,days:3}<tool_call|>'
+
+call = g.parse_call(BLOCK)
+assert_type(call, g.ToolCall)
+assert_type(call.name, str)
+assert_type(call.arguments, dict[str, Any])
+assert call.arguments == {"location": "Tokyo, JP", "days": 3}
+
+output = g.parse_model_output("Checking." + BLOCK)
+assert_type(output, g.ModelOutput)
+assert_type(output.calls, list[g.ToolCall])
+assert [c.name for c in output.calls] == ["get_weather"]
+
+assert_type(g.parse_value("[1,2]"), Any)
+
+diagnostics = g.validate("<|tool_call>call:f{a:1,}<tool_call|>")
+assert_type(diagnostics, list[g.Diagnostic])
+first = diagnostics[0]
+line: int = first.line
+assert line == 1 and first.severity == "error" and first.format("out.txt").startswith("out.txt:1:")
+
+try:
+    g.parse_call("<|tool_call>call:f{a:1,}<tool_call|>")
+except g.GemmaSyntaxError as err:
+    assert_type(err.line, int)
+    assert_type(err.column, int)
+    assert_type(err.pos, int)
+    assert_type(err.expected, list[str])
+    assert err.column == 24
+else:
+    raise AssertionError("a trailing comma parsed")
+
+parser = StreamParser(parse_thinking=True, strict=False)
+events: list[Event] = []
+for chunk in ("Sure.", BLOCK[:20], BLOCK[20:]):
+    fed = parser.feed(chunk)
+    assert_type(fed, list[Event])
+    events.extend(fed)
+assert_type(parser.flush(), list[Event])
+names: list[str] = []
+for event in events:
+    assert_type(event.span, tuple[int, int])
+    if isinstance(event, ToolCallStart):
+        names.append(event.name)
+    elif isinstance(event, ToolCallEnd):
+        assert_type(event.arguments, dict[str, Any])
+        assert_type(event.to_openai(), dict[str, Any])
+    elif isinstance(event, ToolCallError):
+        assert_type(event.error, str)
+    elif isinstance(event, (Text, ThinkingEnd)):
+        assert_type(event.text, str)
+    assert_type(event.to_dict(), dict[str, Any])
+assert names == ["get_weather"]
+
+parsed = parse_output("Sure." + BLOCK)
+assert_type(parsed, ParsedOutput)
+assert_type(parsed.calls, list[ToolCallEnd])
+assert_type(parsed.errors, list[ToolCallError])
+assert_type(parsed.thinking, list[str])
+assert_type(parse_stream(["a", "b"]), Iterator[Event])
+assert_type(collect(events), ParsedOutput)
+assert [c.name for c in parsed.calls] == ["get_weather"]
+
+messages: list[dict[str, Any]] = [{"role": "user", "content": "Weather in Tokyo?"}]
+tools: list[dict[str, Any]] = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Current weather",
+    "parameters": {"type": "object", "properties": {"location": {"type": "string"}}}}}]
+prompt = render_chat(messages, tools, add_generation_prompt=True)
+assert_type(prompt, str)
+back = read_official(prompt)
+assert_type(back, OfficialPrompt)
+assert render_chat(**back.render_kwargs()) == prompt
+
+rendered = omp.render_tool_call("get_weather", {"location": "Tokyo, JP"})
+assert_type(rendered, str)
+assert g.parse_call(rendered).arguments == {"location": "Tokyo, JP"}
+transcript = omp.render_transcript([{"role": "user", "content": "Weather in Tokyo?"}])
+assert_type(transcript, str)
+omp_messages = read_omp(transcript)
+assert_type(omp_messages, list[dict[str, Any]])
+assert omp_messages[0]["content"] == "Weather in Tokyo?"
