@@ -20,10 +20,11 @@ import time
 from . import corpus, linear, runner
 from .properties import CAMPAIGNS, Campaign
 
-# Sizes of the deep doubling checks (n; the checks run n, 2n, 4n).
-DEEP_N = {"nested-lists": 500, "bracket-runs": 2000, "turns": 1000, "calls-in-output": 1000, "tiny-calls": 2000,
-          "broken-blocks": 1000}
-DEEP_N_DEFAULT = 4000
+# The deep doubling checks start at n=START_N and double n until one run takes MIN_SECONDS (or
+# the text would pass MAX_CHARS), then time n, 2n, 4n.
+START_N = 250
+MIN_SECONDS = 0.05
+MAX_CHARS = 1 << 20
 MEMORY_N = 100_000
 
 
@@ -54,13 +55,13 @@ def run_corpus() -> int:
     return failed
 
 
-def run_linear(repeat: int = 3) -> int:
+def run_linear(repeat: int = 2) -> int:
     failed = 0
-    print("\ndoubling checks: time at n, 2n, 4n (best of 3), ratio t(4n)/t(n) (linear 4, quadratic 16; limit "
-          f"{linear.MAX_TIME_RATIO})")
+    print(f"\ndoubling checks: time at n, 2n, 4n (best of {repeat}), ratio t(4n)/t(n) (linear 4, quadratic 16; "
+          f"limit {linear.MAX_TIME_RATIO})")
     for shape, entry in linear.pairs():
-        n = DEEP_N.get(shape, DEEP_N_DEFAULT)
-        figures = linear.time_doubling(shape, entry, n, repeat)
+        figures = linear.time_doubling(shape, entry, START_N, repeat, MIN_SECONDS, MAX_CHARS)
+        n = figures.n
         bad = figures.ratio > linear.MAX_TIME_RATIO
         failed += bad
         print(f"  {'FAIL' if bad else 'ok':4} {shape:18} {entry:28} n={n:<6} "

@@ -104,8 +104,8 @@ class TimeFigures:
 
     @property
     def ratio(self) -> float:
-        """t(4n) / t(n); 1 when even 4n is too fast to measure (noise, not growth)."""
-        if self.seconds[2] < 0.005:
+        """t(4n) / t(n); 1 when even 4n takes under 20 ms (too fast to tell growth from noise)."""
+        if self.seconds[2] < 0.02:
             return 1.0
         return self.seconds[2] / max(self.seconds[0], 1e-9)
 

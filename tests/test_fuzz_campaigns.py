@@ -48,6 +48,13 @@ KNOWN_INPUTS = {
     "cli-openai-drops-failed-block": ITEM6 + ": parse --format openai drops failed blocks",
     "cli-negative-chunk": ITEM6 + ": --chunk -1 prints nothing",
     "cli-huge-int": ITEM6 + ": a traceback on a 4301-digit integer",
+    "broken-closer-at-end": ITEM4_CUT,
+    "omp-name-with-newline": ITEM5_NAME, "omp-strip-leaves-bad-name": ITEM5_NAME,
+    "omp-inventory-think-enum": ITEM5_FIELDS, "omp-split-delimiter-in-parts": ITEM5_SPLIT,
+    "cli-render-null-message": ITEM6 + ": render of [null] prints a traceback",
+    "validate-none": "fuzz finding F1 (not in issue 9): validate(None) raises AttributeError, not TypeError",
+    "official-strip-then-trim": "fuzz finding F2 (not in issue 9): unsafe='strip' strips after trimming; the prompt does not render again to itself",
+    "official-empty-role": ITEM5_NAME, "official-empty-tool-name": ITEM5_NAME,
 }
 
 # Campaigns that fail today with the fixed seed and budget below.
