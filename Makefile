@@ -26,7 +26,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/render_bench.py
 
 # The deep fuzz campaign (docs/fuzzing.md): FUZZ_SECONDS (total, default 600), FUZZ_EXAMPLES (per
-# campaign), FUZZ_SEED; FUZZ_ENGINE=atheris drives the same properties with atheris.
+# campaign), FUZZ_SEED, FUZZ_LINEAR=0 (no doubling checks); FUZZ_ENGINE=atheris drives the same
+# properties with atheris.
 fuzz: $(STAMP)
 	if [ "$(FUZZ_ENGINE)" = atheris ]; then $(BIN)/python -m pip install -q -e '.[fuzz]'; fi
 	$(BIN)/python -m fuzz

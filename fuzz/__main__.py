@@ -2,7 +2,7 @@
 
 Budget: FUZZ_SECONDS (total, default 600) shared equally by the campaigns, after the corpus and the
 doubling checks; FUZZ_EXAMPLES (per campaign, default unlimited: time decides); FUZZ_SEED.
-FUZZ_ENGINE=atheris drives the same properties with atheris (coverage-guided, libFuzzer), one
+FUZZ_LINEAR=0 skips the doubling checks. FUZZ_ENGINE=atheris drives the same properties with atheris (coverage-guided, libFuzzer), one
 process per campaign, when atheris is installed (`pip install -e '.[fuzz]'`).
 Prints one line per campaign (examples, seconds, findings), every finding with its shrunk example,
 and the doubling table. Exit 1 when anything failed.
@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 
 from . import corpus, linear, runner
@@ -93,20 +94,31 @@ def run_hypothesis(campaigns, seconds: float, examples: int, seed: int) -> list:
 
 
 def run_atheris(campaigns: list[Campaign], seconds: float) -> list:
-    print(f"\ncampaigns (atheris; {seconds:.0f} s each):")
+    """Each campaign in its own process under libFuzzer. Counts are libFuzzer's runs: short inputs
+    that hypothesis cannot turn into an example count as runs too."""
+    artifacts = tempfile.mkdtemp(prefix="gemma4-lark-fuzz-")
+    print(f"\ncampaigns (atheris; {seconds:.0f} s each; crash inputs in {artifacts}):")
     failures = []
     for c in campaigns:
         start = time.monotonic()
         done = subprocess.run([sys.executable, "-m", "fuzz.atheris_target", c.name, f"-max_total_time={int(seconds)}",
-                               "-rss_limit_mb=4096", "-print_final_stats=0"],
-                              capture_output=True, text=True, errors="replace")
-        runs = re.findall(r"Done (\d+) runs|#(\d+)\s", done.stderr)
+                               "-rss_limit_mb=4096", f"-artifact_prefix={artifacts}/{c.name}-"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+        output = done.stdout  # libFuzzer's log and the Python traceback, in order
+        runs = re.findall(r"Done (\d+) runs|^#(\d+)\s", output, re.M)
         count = max((int(a or b) for a, b in runs), default=0)
-        crashed = "Uncaught Python exception" in done.stderr or done.returncode not in (0,)
-        print(f"  {c.name:58} {count:7} ex {time.monotonic() - start:6.1f} s  {'FAIL' if crashed else 'ok'}", flush=True)
+        crashed = done.returncode != 0
+        print(f"  {c.name:58} {count:7} runs {time.monotonic() - start:6.1f} s  {'FAIL' if crashed else 'ok'}",
+              flush=True)
         if crashed:
-            tail = done.stderr[done.stderr.find("Uncaught"):][:2000] if "Uncaught" in done.stderr else done.stderr[-2000:]
-            print("        " + tail.replace("\n", "\n        "))
+            report = output[output.rfind("Traceback"):]
+            end = re.search(r"^==\d+==", report, re.M)
+            report = report[:end.start()] if end else report
+            for line in report.strip().splitlines()[-6:]:
+                print("        " + line[:300])
+            saved = re.findall(r"Test unit written to (\S+)", output)
+            if saved:
+                print(f"        replay: python -m fuzz.atheris_target '{c.name}' {saved[-1]}")
             failures.append(c.name)
     return failures
 
@@ -119,7 +131,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=int(_env("FUZZ_SEED", 0)))
     ap.add_argument("--engine", choices=["hypothesis", "atheris"], default=os.environ.get("FUZZ_ENGINE", "hypothesis"))
     ap.add_argument("--only", metavar="TEXT", default="", help="only the campaigns whose name contains TEXT")
-    ap.add_argument("--no-linear", action="store_true", help="skip the doubling checks")
+    ap.add_argument("--no-linear", action="store_true", default=os.environ.get("FUZZ_LINEAR", "1") == "0",
+                    help="skip the doubling checks (FUZZ_LINEAR=0)")
     args = ap.parse_args(argv)
 
     start = time.monotonic()
