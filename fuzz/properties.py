@@ -269,8 +269,7 @@ def check_omp_tool_results(case) -> None:
         text = omp.render_tool_results(results, unsafe=unsafe)
     except REFUSALS:
         return
-    read = gemma4_lark.parser.parse(text, "response_blocks") if results else []
-    read = list(read) if read else []
+    read = list(gemma4_lark.parser.parse(text, "response_blocks")) if results else []
     assert len(read) == len(results), f"{len(results)} results read back as {len(read)}"
     if unsafe == "error":
         for result, response in zip(results, read):

@@ -10,6 +10,7 @@ Python's int limit, deep nesting, CRLF line ends, a BOM, non-ASCII. Markers come
 from __future__ import annotations
 
 import functools
+import json
 
 from hypothesis import strategies as st
 
@@ -282,8 +283,6 @@ def omp_messages() -> st.SearchStrategy:
 
 
 def _json(value) -> str:
-    import json
-
     return json.dumps(value, ensure_ascii=False)
 
 

@@ -12,8 +12,10 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # fuzz/ is a tool of the repo
 
-from fuzz import corpus, linear, runner  # noqa: E402
+from fuzz import corpus, linear, properties, runner  # noqa: E402
 from fuzz.properties import CAMPAIGNS, campaign  # noqa: E402
+from gemma4_lark.events import Text  # noqa: E402
+from gemma4_lark.reference import ReferenceScanner  # noqa: E402
 
 EXAMPLES = 10          # per campaign (the command line: 2; it runs a process per example)
 
@@ -91,7 +93,7 @@ TIME_CASES = [
     ("list-items", "parse_call", 250, ITEM2 + " in list items (LeanLALR copies at each reduction)"),
     ("delimiter-runs", "decode_call", 250, ITEM2 + " in lenient recoveries (line/column from offset 0)"),
     ("calls-in-output", "StreamParser", 250, None),
-    ("trailing-commas", "validate", 1000, None),
+    ("tiny-calls", "StreamParser(64-char chunks)", 500, None),
 ]
 
 
@@ -107,3 +109,23 @@ MEMORY_CASES = [("lt-dense-block", ITEM3), ("bare-word-block", ITEM3), ("cjk-blo
 @pytest.mark.parametrize("shape", [pytest.param(shape, id=shape, marks=_marks(reason)) for shape, reason in MEMORY_CASES])
 def test_memory_is_bounded(shape):
     linear.check_memory(shape, 20_000)
+
+
+class _LossyScanner(ReferenceScanner):
+    """A scanner that loses the text of chunks shorter than 10 characters."""
+
+    def feed(self, chunk):
+        events = super().feed(chunk)
+        return events if len(chunk) >= 10 else [e for e in events if not isinstance(e, Text)]
+
+
+def test_stream_properties_can_fail():
+    """The properties that pass today are not vacuous: they catch a scanner that loses text."""
+    text = "Hello <|tool_call>call:f{a:1}<tool_call|> world"
+    case = (text, [text[:4], text[4:]], dict(corpus.STREAM_DEFAULTS))
+    with pytest.raises(AssertionError, match="does not start where the last event ended"):
+        properties.check_stream_tiles(case, _LossyScanner)
+    with pytest.raises(AssertionError, match="differ by chunking"):
+        properties.check_stream_chunking(case, _LossyScanner)
+    properties.check_stream_tiles(case, ReferenceScanner)
+    properties.check_stream_chunking(case, ReferenceScanner)
