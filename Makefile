@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # Reinstall only when the project's metadata changes; otherwise this is a no-op.
 STAMP := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: test demo bench docs tables clean
+.PHONY: test demo bench docs tables fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,13 @@ bench: $(STAMP)
 	$(BIN)/python bench/stream_bench.py
 	$(BIN)/python bench/render_bench.py
 	$(BIN)/python bench/import_bench.py
+
+# The deep fuzz campaign (docs/fuzzing.md): FUZZ_SECONDS (total, default 600), FUZZ_EXAMPLES (per
+# campaign), FUZZ_SEED, FUZZ_LINEAR=0 (no doubling checks); FUZZ_ENGINE=atheris drives the same
+# properties with atheris.
+fuzz: $(STAMP)
+	if [ "$(FUZZ_ENGINE)" = atheris ]; then $(BIN)/python -m pip install -q -e '.[fuzz]'; fi
+	$(BIN)/python -m fuzz
 
 docs: $(STAMP)
 	$(BIN)/gemma4-lark docs --out docs/spec
