@@ -4,29 +4,40 @@ grammar so that testing one against the other means something.
 Nothing here imports Lark or the grammar-backed modules (a test checks it). The decoder works the
 way OMP's does, walking brackets and splitting at top-level commas while skipping `<|"|>` spans, and
 on every input the grammar accepts it returns what the strict parser returns. Outside the language it
-recovers what can be recovered safely and records each recovery as a diagnostic:
+recovers what can be recovered safely and records each recovery as a diagnostic whose span
+(`pos` to `end`) covers the text it skipped or read unusually: every character of a recovered block
+is either part of a decoded value or inside such a span. The recoveries:
 
 * a missing `<|tool_call>` or `<tool_call|>`, a stray `:` before `call:`, spaces around its colon;
 * a missing closing brace or bracket (decode what is there), a mismatched closer;
-* text after the object; empty members and trailing commas (skipped);
+* text after the object; empty members and trailing commas (skipped); a second `call:` in the
+  same block (decoded as a call of its own by `decode_calls`);
 * a string whose closing delimiter never comes (it runs to the end, less the closers the open
-  objects need), and `<|"|>` inside a string that is not followed by `,` `}` `]` `:` or the end
-  (read as a literal `"`, as models use it for Python's triple quotes);
+  objects need, or to a `,KEY:` that a delimiter follows: the next member), and `<|"|>` inside a
+  string that is not followed by `,` `}` `]` `:` or the end (read as a literal `"`, as models use
+  it for Python's triple quotes); a `<|"|>` right after an unquoted value that closes nothing;
 * JSON-quoted `"strings"` (decoded as JSON), single-quoted `'strings'`, `key=value`;
 * the Python-style `call:NAME(key=value, ...)` shell;
 * a value that starts like a number but is not one (`432+1`): kept as text.
 
-It never raises. It returns no call when there is no `call:NAME` head to anchor one.
+FunctionGemma's `<escape>` string delimiters inside an unquoted value are kept as the grammar
+reads them (part of the word) and reported (`functiongemma-escape`).
+
+It never raises. It returns no call when there is no `call:NAME` head to anchor one, and none when a
+member cannot be read safely (it gives up rather than invent arguments). Its cost is linear in the
+block: one pass, each diagnostic's line and column found in O(log n), and at most `_MAX_NOTES`
+diagnostics kept per call (the rest are summed up in one).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from dataclasses import dataclass, field
 
 from . import tokens
-from .diagnostics import Diagnostic, line_and_column
+from .diagnostics import Diagnostic, LineIndex
 from .events import (
     Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
 )
@@ -41,18 +52,44 @@ _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123
 _DIGITS = frozenset("0123456789")
 _LITERALS = {"true": True, "false": False, "null": None, "None": None, "none": None}
 _STOPS = (tokens.TOOL_RESPONSE_OPEN, tokens.TURN_CLOSE, tokens.EOS)
+_ESCAPE = "<escape>"  # FunctionGemma's string delimiter, not Gemma 4's
+# Scanning helpers: one C-level search instead of a Python loop per character.
+_WS_RUN = re.compile("[ \t\r\n]*")
+_SCALAR_END = re.compile(r"[,}\]]|" + re.escape(_DELIM))
+_SCALAR_END_IN_PARENS = re.compile(r"[,}\])]|" + re.escape(_DELIM))
+_KEY_END = re.compile(r"[:=,})\]]")
+_QUOTED_BODY = {q: re.compile(r"[^%s\\]*(?:\\.[^%s\\]*)*" % (q, q), re.S) for q in "\"'"}
+# Diagnostics kept per call; beyond, one `more-diagnostics` entry spans the rest (memory stays a
+# constant however many recoveries a block needs).
+_MAX_NOTES = 1000
+# Integers are decoded exactly up to this many digits (CPython's int() refuses more than 4300 by
+# default, and converting more costs super-linear time); a longer one is refused with an error.
+_MAX_INT_DIGITS = 20_000
+# Diagnostics that say the block was cut off rather than finished: its arguments are incomplete.
+_CUT_OFF = frozenset({"missing-bracket", "unterminated-string-at-end"})
 
 
 @dataclass(frozen=True)
 class Decoded:
-    """What `decode_call` found: the call (or None) and how it got there."""
+    """What `decode_call` found: the call (or None) and how it got there. `complete` is False when
+    the arguments were cut off (a bracket or a string still open where the block ends)."""
 
     call: ToolCall | None
     diagnostics: list = field(default_factory=list)
+    complete: bool = True
 
 
 def _is_name(text: str) -> bool:
     return bool(text) and all(c in _NAME_CHARS for c in text)
+
+
+def _decimal_int(digits: str) -> int:
+    """The exact int of a string of ASCII digits: halves converted separately, so no piece reaches
+    int()'s digit limit (at least 640 wherever it is set)."""
+    if len(digits) <= 600:
+        return int(digits)
+    low = len(digits) // 2
+    return _decimal_int(digits[:-low]) * 10 ** low + _decimal_int(digits[-low:])
 
 
 def _number(text: str):
@@ -61,7 +98,8 @@ def _number(text: str):
     if not body:
         return None
     if body.isascii() and body.isdigit():
-        return int(text)
+        value = _decimal_int(body)
+        return -value if text[:1] == "-" else value
     mantissa, exponent = body, ""
     for mark in "eE":
         if mark in body:
@@ -83,59 +121,117 @@ def _number(text: str):
 
 
 def _looks_numeric(text: str) -> bool:
-    """Begins like a number (SPEC §3: `[+-]?[0-9.]`)."""
+    """Begins like a number (`[+-]?[0-9.]`)."""
     if text[:1] in _DIGITS or text[:1] == ".":
         return True
     return text[:1] in ("+", "-") and len(text) > 1 and (text[1] in _DIGITS or text[1] == ".")
 
 
 class _Decoder:
-    """One pass over a block body. Positions in diagnostics are offsets into the whole block."""
+    """One pass over one call in a block. Positions in diagnostics are offsets from `base` (where
+    the call starts in the block); line and column count from there too."""
 
-    def __init__(self, text: str, max_depth: int):
+    def __init__(self, text: str, max_depth: int, lines: LineIndex, base: int = 0):
         self.text = text
         self.max_depth = max_depth
+        self.lines = lines
+        self.base = base
+        self.base_line, self.base_column = lines.line_and_column(base)
         self.diagnostics: list[Diagnostic] = []
+        self.suppressed = None  # [count, first pos, furthest end] of the notes beyond _MAX_NOTES
+        self.complete = True
+        self.in_parens = False  # the arguments are a `(...)` shell: `)` closes too
 
-    def note(self, code: str, message: str, pos: int, severity: str = "warning") -> None:
-        line, column = line_and_column(self.text, pos)
-        self.diagnostics.append(Diagnostic(severity, code, message, line, column, pos))
+    def note(self, code: str, message: str, pos: int, severity: str = "warning", end: int | None = None) -> None:
+        """Record a finding about text[pos:end] (absolute offsets)."""
+        end = pos if end is None else end
+        if code in _CUT_OFF:
+            self.complete = False
+        if len(self.diagnostics) >= _MAX_NOTES and severity != "error":
+            if self.suppressed is None:
+                self.suppressed = [0, pos, end]
+            self.suppressed[0] += 1
+            self.suppressed[1] = min(self.suppressed[1], pos)
+            self.suppressed[2] = max(self.suppressed[2], end)
+            return
+        self.diagnostics.append(self._diagnostic(severity, code, message, pos, end))
+
+    def _diagnostic(self, severity, code, message, pos, end) -> Diagnostic:
+        line, column = self.lines.line_and_column(pos)
+        if line == self.base_line:
+            column -= self.base_column - 1
+        return Diagnostic(severity, code, message, line - self.base_line + 1, column, pos - self.base, end - self.base)
+
+    def findings(self) -> list:
+        found = self.diagnostics
+        if self.suppressed is not None:
+            count, pos, end = self.suppressed
+            found = found + [self._diagnostic(
+                "warning", "more-diagnostics", f"{count} more recoveries in this span, not listed one by one", pos, end)]
+        return sorted(found, key=lambda d: d.pos)
 
     def skip_ws(self, pos: int, end: int) -> int:
-        text = self.text
-        while pos < end and text[pos] in _WS:
-            pos += 1
-        return pos
+        return _WS_RUN.match(self.text, pos, end).end()
 
     # --- strings -------------------------------------------------------------------------------
-    def delimited(self, pos: int, end: int, closers_needed: list) -> tuple[str, int]:
+    def _member_start(self, low: int, q: int) -> int | None:
+        """When text[low:q] ends with `,KEY:` (a delimiter follows at q), where its comma is."""
+        text = self.text
+        i = q
+        while i > low and text[i - 1] in _WS:
+            i -= 1
+        if i <= low or text[i - 1] not in ":=":
+            return None
+        i -= 1
+        while i > low and text[i - 1] in _WS:
+            i -= 1
+        j = i
+        while j > low and text[j - 1] in _KEY_CHARS:
+            j -= 1
+        if j == i:
+            return None
+        while j > low and text[j - 1] in _WS:
+            j -= 1
+        return j - 1 if j > low and text[j - 1] == "," else None
+
+    def delimited(self, pos: int, end: int, stack: list) -> tuple[str, int]:
         """A `<|"|>` string at `pos`: (its text, the position after it)."""
         text = self.text
         start = pos + len(_DELIM)
         pieces = []
-        piece_start = start
-        search = start
+        piece_start = search = start
         while True:
             q = text.find(_DELIM, search, end)
             if q < 0:
                 break
             after = self.skip_ws(q + len(_DELIM), end)
-            if after >= end or text[after] in ",}]:" or text[after] == ")" and ")" in closers_needed:
+            if after >= end or text[after] in ",}]:" or text[after] == ")" and self.in_parens:
                 pieces.append(text[piece_start:q])
                 return '"'.join(pieces), q + len(_DELIM)
+            member = self._member_start(piece_start, q)
+            if member is not None:
+                # `<|"|>one,second:<|"|>two`: the first string was never closed, and the next
+                # member starts at the comma; read it as a member rather than as string text
+                pieces.append(text[piece_start:member])
+                self.note("unterminated-string", f"the string opened here is not closed by {_DELIM}; it ends"
+                          " where the next member starts", pos, end=member)
+                return '"'.join(pieces), member
             # a delimiter inside the string: the model meant a quote character
-            self.note("interior-delimiter", f"{_DELIM} inside a string read as a quote", q)
+            self.note("interior-delimiter", f"{_DELIM} inside a string read as a quote", q, end=q + len(_DELIM))
             pieces.append(text[piece_start:q])
             piece_start = search = q + len(_DELIM)
         # never closed: the string runs to the end, less the closers the open structures need
         body = text[piece_start:end]
-        self.note("unterminated-string", f"the string opened here is never closed by {_DELIM}", pos)
         tail = body.rstrip(_WS)
-        needed = "".join(reversed(closers_needed))
+        needed = "".join(reversed([c["closer"] for c in stack]))
         if needed and tail.endswith(needed):
             body = tail[: len(tail) - len(needed)]
             pieces.append(body)
+            self.note("unterminated-string", f"the string opened here is never closed by {_DELIM}; it ends before"
+                      " the closing brackets", pos, end=piece_start + len(body))
             return '"'.join(pieces), piece_start + len(body)
+        self.note("unterminated-string-at-end", f"the string opened here is never closed by {_DELIM}: the block"
+                  " ends inside it", pos, end=end)
         pieces.append(body)
         return '"'.join(pieces), end
 
@@ -143,46 +239,60 @@ class _Decoder:
         """A JSON `"string"` or a `'string'` at `pos`."""
         text = self.text
         quote = text[pos]
-        q = pos + 1
-        while q < end and text[q] != quote:
-            q += 2 if text[q] == "\\" else 1
-        if q >= end:
-            self.note("unterminated-string", f"the {quote}-quoted string opened here is never closed", pos)
+        q = _QUOTED_BODY[quote].match(text, pos + 1, end).end()
+        if q >= end or text[q] != quote:
+            self.note("unterminated-string-at-end", f"the {quote}-quoted string opened here is never closed", pos, end=end)
             return text[pos + 1:end], end
         raw = text[pos:q + 1]
         if quote == '"':
-            self.note("json-string", "JSON-quoted string decoded as JSON", pos)
+            self.note("json-string", "JSON-quoted string decoded as JSON", pos, end=q + 1)
             try:
                 return json.loads(raw), q + 1
             except ValueError:
                 return raw[1:-1], q + 1
-        self.note("single-quoted-string", "single-quoted string", pos)
+        self.note("single-quoted-string", "single-quoted string", pos, end=q + 1)
         return raw[1:-1], q + 1
 
     # --- values --------------------------------------------------------------------------------
-    def scalar(self, pos: int, end: int, stops: str) -> tuple[object, int]:
+    def scalar(self, pos: int, end: int) -> tuple[object, int]:
         """An unquoted value: up to the next top-level delimiter."""
         text = self.text
-        q = pos
-        while q < end and text[q] not in stops:
-            if text.startswith(_DELIM, q):
-                break
-            q += 1
+        found = (_SCALAR_END_IN_PARENS if self.in_parens else _SCALAR_END).search(text, pos, end)
+        q = found.start() if found else end
         word = text[pos:q].strip(_WS)
+        after = q
+        if word and text.startswith(_DELIM, q):
+            # `city:Tokyo<|"|>}`: a closing delimiter for a string never opened; it closes nothing
+            following = self.skip_ws(q + len(_DELIM), end)
+            if following >= end or text[following] in ",}]" or text[following] == ")" and self.in_parens:
+                self.note("stray-delimiter", f"{_DELIM} after an unquoted value closes nothing; skipped", q,
+                          end=q + len(_DELIM))
+                after = q + len(_DELIM)
         if word in _LITERALS:
-            return _LITERALS[word], q
+            return _LITERALS[word], after
         if _looks_numeric(word):
+            digits = len(word) - (word[:1] in "+-")
+            if digits > _MAX_INT_DIGITS and word.lstrip("+-").isdigit():
+                self.note("number-too-long", f"an integer of {digits} digits (more than {_MAX_INT_DIGITS}) is"
+                          " refused", pos, "error", end=q)
+                raise _Abandon(self.findings())
             number = _number(word)
             if number is not None:
-                return number, q
-            self.note("malformed-number", f"`{word}` starts like a number but is not one; kept as text", pos)
-        return word, q
+                return number, after
+            self.note("malformed-number", f"`{word[:40]}` starts like a number but is not one; kept as text", pos,
+                      end=q)
+        if _ESCAPE in word:
+            first = text.find(_ESCAPE, pos, q)
+            self.note("functiongemma-escape", f"FunctionGemma's {_ESCAPE} delimiter inside an unquoted value: kept"
+                      f" as text (Gemma 4 quotes strings with {_DELIM})", first,
+                      end=text.rfind(_ESCAPE, pos, q) + len(_ESCAPE))
+        return word, after
 
     def value(self, pos: int, end: int, stack: list) -> tuple[object, int, bool]:
         """(value, position after it, True when it opened a container now on `stack`)."""
         text = self.text
         if text.startswith(_DELIM, pos):
-            value, after = self.delimited(pos, end, [c["closer"] for c in stack])
+            value, after = self.delimited(pos, end, stack)
             return value, after, False
         ch = text[pos]
         if ch in "\"'":
@@ -191,37 +301,38 @@ class _Decoder:
         if ch in "{[":
             if len(stack) >= self.max_depth:
                 self.note("too-deep", f"nesting deeper than {self.max_depth} levels", pos, "error")
-                raise _Abandon(self.diagnostics)
+                raise _Abandon(self.findings())
             container = {} if ch == "{" else []
-            stack.append({"value": container, "closer": "}" if ch == "{" else "]", "key": None, "count": 0})
+            stack.append({"value": container, "closer": "}" if ch == "{" else "]", "count": 0})
             return container, pos + 1, True
-        closers = "".join(c["closer"] for c in stack)
-        value, after = self.scalar(pos, end, "," + closers + "}]")
+        value, after = self.scalar(pos, end)
         return value, after, False
 
     def key(self, pos: int, end: int, stack: list) -> tuple[str | None, int]:
         text = self.text
         if text.startswith(_DELIM, pos):
-            return self.delimited(pos, end, [c["closer"] for c in stack])
+            return self.delimited(pos, end, stack)
         if text[pos] in "\"'":
             return self.quoted(pos, end)
-        q = pos
-        while q < end and text[q] not in ":=,})]":
-            q += 1
+        found = _KEY_END.search(text, pos, end)
+        q = found.start() if found else end
         key = text[pos:q].strip(_WS)
         if not key or not all(c in _KEY_CHARS for c in key):
-            self.note("unreadable-key", f"`{key[:40]}` cannot be a key: the arguments cannot be read safely", pos, "error")
-            raise _Abandon(self.diagnostics)
+            self.note("unreadable-key", f"`{key[:40]}` cannot be a key: the arguments cannot be read safely", pos,
+                      "error", end=q)
+            raise _Abandon(self.findings())
         return key, q
 
     def container(self, pos: int, end: int, opener: str) -> tuple[object, int]:
         """The object (or the `(...)` shell) or list that starts at `pos`, iteratively."""
         text = self.text
         root_closer = ")" if opener == "(" else ("}" if opener == "{" else "]")
+        self.in_parens = opener == "("
         root = [] if opener == "[" else {}
-        stack = [{"value": root, "closer": root_closer, "key": None, "count": 0}]
+        stack = [{"value": root, "closer": root_closer, "count": 0}]
         pos += 1
         expect_value_for = None  # the key waiting for its value, in an object
+        key_start = pos
         after_comma = False
         while stack:
             top = stack[-1]
@@ -234,19 +345,21 @@ class _Decoder:
             is_object = isinstance(top["value"], dict)
             if ch in "}])":
                 if ch != top["closer"]:
-                    self.note("mismatched-closer", f"`{ch}` where `{top['closer']}` closes", pos)
+                    self.note("mismatched-closer", f"`{ch}` where `{top['closer']}` closes", pos, end=pos + 1)
                 if after_comma:
                     self.note("trailing-comma", "trailing comma", pos)
                 if expect_value_for is not None:
-                    self.note("missing-value", f"no value for `{expect_value_for}`", pos)
+                    self.note("missing-value", f"no value for `{expect_value_for}`", key_start, end=pos)
                     expect_value_for = None
                 stack.pop()
                 pos += 1
                 after_comma = False
                 continue
             if ch == ",":
-                if top["count"] == 0 or after_comma or expect_value_for is not None:
-                    self.note("empty-member", "empty member", pos)
+                if top["count"] == 0 or after_comma:
+                    self.note("empty-member", "empty member", pos, end=pos + 1)
+                elif expect_value_for is not None:
+                    self.note("missing-value", f"no value for `{expect_value_for}`", key_start, end=pos + 1)
                 expect_value_for = None
                 after_comma = True
                 pos += 1
@@ -254,16 +367,17 @@ class _Decoder:
             if top["count"] and not after_comma and expect_value_for is None:
                 self.note("missing-comma", "missing comma between members", pos)
             if is_object and expect_value_for is None:
+                key_start = pos
                 key, pos = self.key(pos, end, stack)
                 pos = self.skip_ws(pos, end)
                 if pos < end and text[pos] in ":=":
                     if text[pos] == "=":
-                        self.note("equals", "`=` instead of `:`", pos)
+                        self.note("equals", "`=` instead of `:`", pos, end=pos + 1)
                     pos += 1
                     expect_value_for = key
                     after_comma = False
                     continue
-                self.note("missing-value", f"member `{key}` has no value", pos)
+                self.note("missing-value", f"member `{str(key)[:40]}` has no value", key_start, end=pos)
                 top["count"] += 1
                 after_comma = False
                 continue
@@ -275,8 +389,6 @@ class _Decoder:
                 top["value"].append(value)
             top["count"] += 1
             after_comma = False
-            if opened:
-                continue
         return root, pos
 
 
@@ -289,60 +401,103 @@ class _Abandon(Exception):
 
 
 def decode_call(block: str, *, max_depth: int = 512) -> Decoded:
-    """Decode one call block, leniently. Never raises."""
+    """Decode one call block, leniently. Never raises.
+
+    When the block holds further calls after the first (`call:a{...}call:b{...}`), the first is
+    returned with a `second-call` diagnostic spanning the rest; `decode_calls` decodes them all.
+    """
+    segments = decode_calls(block, max_depth=max_depth)
+    start, stop, decoded = segments[0]
+    if len(segments) == 1:
+        return decoded
+    lines = LineIndex(block)
+    line, column = lines.line_and_column(stop)
+    rest = Diagnostic("warning", "second-call", "another call follows in the same block; decode_calls reads it",
+                      line, column, stop, len(block))
+    return Decoded(decoded.call, decoded.diagnostics + [rest], decoded.complete)
+
+
+def decode_calls(block: str, *, max_depth: int = 512) -> list:
+    """Decode a call block that may hold several calls, leniently. Never raises.
+
+    Returns `(start, end, Decoded)` for each call: its part of the block, `block[start:end]`, and
+    what it decodes to (diagnostics relative to `start`). The parts tile the block. A block with no
+    call in it is one part whose `call` is None.
+    """
     try:
-        return _decode_call(block, max_depth)
-    except _Abandon as abandon:
-        return Decoded(None, abandon.diagnostics)
+        lines = LineIndex(block)
+        end = _body_end(block)
+        segments = []
+        start = 0
+        while True:
+            decoded, rest = _decode_call(block, max_depth, lines, start, end, first=not segments)
+            if rest is None:
+                segments.append((start, len(block), decoded))
+                return segments
+            segments.append((start, rest, decoded))
+            start = rest
     except Exception as exc:  # the promise is "never raises": a bug here must not crash a stream
-        return Decoded(None, [Diagnostic("error", "internal", f"reference decoder failed: {exc!r}", 1, 1, 0)])
+        return [(0, len(block), Decoded(None, [Diagnostic(
+            "error", "internal", f"reference decoder failed: {exc!r}", 1, 1, 0, len(block))], False))]
 
 
-def _decode_call(block: str, max_depth: int) -> Decoded:
-    d = _Decoder(block, max_depth)
-    text = block
-    end = len(text)
-    # the closer, or what ended the block instead
+def _body_end(text: str) -> int:
+    """Where the arguments end: before `<tool_call|>` (or what ended the block instead)."""
     tail = text.rstrip(_WS)
     if tail.endswith(tokens.TOOL_CALL_CLOSE):
-        end = len(tail) - len(tokens.TOOL_CALL_CLOSE)
-    else:
-        for marker in _STOPS:
-            if tail.endswith(marker):
-                end = len(tail) - len(marker)
-                break
-        d.note("missing-closer", f"the block is not closed by {tokens.TOOL_CALL_CLOSE}", end)
-    pos = d.skip_ws(0, end)
-    if text.startswith(tokens.TOOL_CALL_OPEN, pos):
-        pos = d.skip_ws(pos + len(tokens.TOOL_CALL_OPEN), end)
-    else:
-        d.note("missing-opener", f"the block does not start with {tokens.TOOL_CALL_OPEN}", pos)
-    if text.startswith(":", pos) and text.startswith("call", d.skip_ws(pos + 1, end)):
-        d.note("stray-colon", "stray `:` before `call:`", pos)
-        pos = d.skip_ws(pos + 1, end)
-    if not text.startswith("call", pos):
-        return Decoded(None, d.diagnostics)
-    colon = d.skip_ws(pos + 4, end)
-    if not text.startswith(":", colon):
-        return Decoded(None, d.diagnostics)
-    if colon != pos + 4:
-        d.note("spaced-head", "spaces before the `:` of `call:`", pos + 4)
-    pos = d.skip_ws(colon + 1, end)
-    q = pos
-    while q < end and text[q] not in "{(" and not text.startswith(tokens.CHANNEL_OPEN, q):
-        q += 1
-    name = text[pos:q].strip(_WS)
-    if q >= end or not _is_name(name) or text.startswith(tokens.CHANNEL_OPEN, q):
-        return Decoded(None, d.diagnostics)
-    if text[q] == "(":
-        d.note("paren-call", "call written as NAME(key=value, ...)", q)
-    arguments, after = d.container(q, end, text[q])
-    if not isinstance(arguments, dict):  # pragma: no cover - containers opened by { or ( are objects
-        return Decoded(None, d.diagnostics)
-    rest = d.skip_ws(after, end)
-    if rest < end:
-        d.note("text-after-object", "text after the arguments' closing brace ignored", rest)
-    return Decoded(ToolCall(name, arguments), sorted(d.diagnostics, key=lambda x: x.pos))
+        return len(tail) - len(tokens.TOOL_CALL_CLOSE)
+    for marker in _STOPS:
+        if tail.endswith(marker):
+            return len(tail) - len(marker)
+    return -1 - len(tail)  # not closed: encoded as a negative number (see _decode_call)
+
+
+def _decode_call(block: str, max_depth: int, lines: LineIndex, start: int, body_end: int, first: bool):
+    """(Decoded, where a further call starts or None) for the call at block[start:]."""
+    d = _Decoder(block, max_depth, lines, start)
+    text = block
+    closed = body_end >= 0
+    end = body_end if closed else -1 - body_end
+    try:
+        pos = d.skip_ws(start, end)
+        if not first:
+            d.note("second-call", "a further call in the same block", start)
+        elif text.startswith(tokens.TOOL_CALL_OPEN, pos):
+            pos = d.skip_ws(pos + len(tokens.TOOL_CALL_OPEN), end)
+        else:
+            d.note("missing-opener", f"the block does not start with {tokens.TOOL_CALL_OPEN}", pos)
+        if text.startswith(":", pos) and text.startswith("call", d.skip_ws(pos + 1, end)):
+            d.note("stray-colon", "stray `:` before `call:`", pos, end=pos + 1)
+            pos = d.skip_ws(pos + 1, end)
+        if not text.startswith("call", pos):
+            return Decoded(None, d.findings(), False), None
+        colon = d.skip_ws(pos + 4, end)
+        if not text.startswith(":", colon):
+            return Decoded(None, d.findings(), False), None
+        if colon != pos + 4:
+            d.note("spaced-head", "spaces before the `:` of `call:`", pos + 4, end=colon)
+        pos = d.skip_ws(colon + 1, end)
+        q = pos
+        while q < end and text[q] not in "{(" and not text.startswith(tokens.CHANNEL_OPEN, q):
+            q += 1
+        name = text[pos:q].strip(_WS)
+        if q >= end or not _is_name(name) or text.startswith(tokens.CHANNEL_OPEN, q):
+            return Decoded(None, d.findings(), False), None
+        if text[q] == "(":
+            d.note("paren-call", "call written as NAME(key=value, ...)", q, end=q + 1)
+        arguments, after = d.container(q, end, text[q])
+        rest = d.skip_ws(after, end)
+        further = None
+        if rest < end and text.startswith("call", rest) and text.startswith(":", d.skip_ws(rest + 4, end)):
+            further = rest
+            d.note("second-call", "another call follows in the same block", rest)
+        elif rest < end:
+            d.note("text-after-object", "text after the arguments' closing brace ignored", rest, end=end)
+        if further is None and not closed:
+            d.note("missing-closer", f"the block is not closed by {tokens.TOOL_CALL_CLOSE}", end, end=len(text))
+        return Decoded(ToolCall(name, arguments), d.findings(), d.complete), further
+    except _Abandon as abandon:
+        return Decoded(None, abandon.diagnostics, False), None
 
 
 # --- the streaming scanner ------------------------------------------------------------------------
@@ -372,7 +527,6 @@ class ReferenceScanner:
         self.mode = "text"
         self.done = False
         self.calls = 0
-        self.thought = ""
         self.armed = not strict          # a bare `call:` may open a block here
         self.block = None                # the open block, a dict
         self.pending_events = []
@@ -390,7 +544,8 @@ class ReferenceScanner:
         if self.mode == "thinking":
             return [tokens.CHANNEL_CLOSE, tokens.TOOL_CALL_OPEN, *_STOPS]
         if self.block["in_string"]:
-            return [_DELIM]
+            # a real opener ends a bare block even inside one of its strings
+            return [_DELIM, tokens.TOOL_CALL_OPEN] if self.block["bare"] else [_DELIM]
         return [_DELIM, tokens.TOOL_CALL_CLOSE, tokens.TURN_CLOSE, tokens.EOS, tokens.TOOL_CALL_OPEN,
                 tokens.TOOL_RESPONSE_OPEN]
 
@@ -408,10 +563,9 @@ class ReferenceScanner:
         events = self._run(final=True)
         self.done = True
         if self.mode == "thinking":
-            events.append(ThinkingEnd(self.thought, (self.offset, self.offset)))
-            self.thought = ""
+            events.append(ThinkingEnd((self.offset, self.offset)))
         elif self.mode == "call":
-            self._close_block(events, self.offset, closed=False)
+            self._close_block(events, self.offset, closed=False, at_end=True)
         return events
 
     # --- the loop -------------------------------------------------------------------------------
@@ -429,11 +583,12 @@ class ReferenceScanner:
                 if not rest and not final:
                     self._emit(events, self._take(len(self.buf)))
                     break
-                if rest.startswith(tokens.CALL_KEYWORD):
+                head = self._bare_head(rest, final)
+                if head == "open":
                     self._emit(events, self._take(stripped))
                     self._open(events, "", bare=True)
                     continue
-                if rest and tokens.CALL_KEYWORD.startswith(rest) and not final:
+                if head == "wait":
                     self._emit(events, self._take(stripped))
                     break
                 if rest:
@@ -456,6 +611,19 @@ class ReferenceScanner:
             self._marker(events, marker)
         return events
 
+    def _bare_head(self, rest: str, final: bool) -> str:
+        """"open" when `rest` starts with `call:NAME{` (or `(`) within the head limit, "wait" when
+        more input could still make it so, "no" otherwise."""
+        keyword = tokens.CALL_KEYWORD
+        if not rest.startswith(keyword):
+            return "wait" if rest and keyword.startswith(rest) and not final else "no"
+        window = rest[: self._HEAD_LIMIT]
+        for at, ch in enumerate(window):
+            if at >= len(keyword) and ch in "{(<":
+                name = window[len(keyword):at].strip(_WS)
+                return "open" if ch != "<" and _is_name(name) else "no"
+        return "wait" if not final and len(window) == len(rest) < self._HEAD_LIMIT else "no"
+
     def _partial(self, markers, best):
         """Where the held-back suffix starts: from a `<` whose tail could still grow into a marker
         (or into a longer marker than the one found there)."""
@@ -476,7 +644,6 @@ class ReferenceScanner:
         if self.mode == "text":
             events.append(Text(piece, (start, self.offset)))
         elif self.mode == "thinking":
-            self.thought += piece
             events.append(ThinkingDelta(piece, (start, self.offset)))
         else:
             self._grow(events, piece, start)
@@ -491,27 +658,24 @@ class ReferenceScanner:
             elif marker == tokens.TOOL_CALL_CLOSE:
                 self._grow(events, self._take(len(marker)), start)
                 self._close_block(events, self.offset, closed=True)
-            else:  # ends an unclosed block; read again in text
+            else:  # ends an unclosed block; read again in text (an opener, too, inside a bare block's string)
                 self._close_block(events, start, closed=False)
             return
         self.armed = False
         if marker == tokens.TOOL_CALL_OPEN:
             if mode == "thinking":
-                events.append(ThinkingEnd(self.thought, (start, start)))
-                self.thought = ""
+                events.append(ThinkingEnd((start, start)))
             self._take(len(marker))
             self._open(events, marker)
         elif marker in _STOPS:
             if mode == "thinking":
-                events.append(ThinkingEnd(self.thought, (start, start)))
-                self.thought = ""
+                events.append(ThinkingEnd((start, start)))
                 self.mode = "text"
             self._take(len(marker))
             events.append(Stop(marker, (start, self.offset)))
         elif marker == tokens.CHANNEL_CLOSE:
             self._take(len(marker))
-            events.append(ThinkingEnd(self.thought, (start, self.offset)))
-            self.thought = ""
+            events.append(ThinkingEnd((start, self.offset)))
             self.mode = "text"
             self.armed = not self.strict
         else:  # a thought opener
@@ -524,7 +688,7 @@ class ReferenceScanner:
         self.mode = "call"
         self.armed = False
         self.block = {"text": opener, "start": self.offset - len(opener), "id": self.id_factory(), "size": len(opener),
-                      "in_string": False, "head_end": None, "head_done": bare, "bare": bare}
+                      "in_string": False, "head": opener, "head_end": None, "head_done": bare, "bare": bare}
 
     def _grow(self, events, piece: str, start: int) -> None:
         block = self.block
@@ -534,19 +698,20 @@ class ReferenceScanner:
             block["text"] = (block["text"] + piece)[: self.max_block_chars + 1]
         if block["head_done"]:
             return
-        brace = block["text"].find("{", before)
-        if brace < 0 or brace >= self._HEAD_LIMIT:
-            if block["size"] >= self._HEAD_LIMIT:
+        block["head"] = (block["head"] + piece)[: self._HEAD_LIMIT]
+        brace = block["head"].find("{")
+        if brace < 0:
+            if len(block["head"]) >= self._HEAD_LIMIT:
                 block["head_done"] = True
             return
         block["head_done"] = True
-        head = block["text"][len(tokens.TOOL_CALL_OPEN):brace].strip(_WS)
+        head = block["head"][len(tokens.TOOL_CALL_OPEN):brace].strip(_WS)
         if head.startswith(tokens.CALL_KEYWORD) and _is_name(head[len(tokens.CALL_KEYWORD):].strip(_WS)):
             block["head_end"] = block["start"] + brace + 1
             events.append(ToolCallStart(block["id"], self.calls, head[len(tokens.CALL_KEYWORD):].strip(_WS),
                                         (block["start"], block["head_end"])))
 
-    def _close_block(self, events, end: int, closed: bool) -> None:
+    def _close_block(self, events, end: int, closed: bool, at_end: bool = False) -> None:
         block, self.block = self.block, None
         self.mode = "text"
         span = (block["head_end"] if block["head_end"] is not None else block["start"], end)
@@ -560,18 +725,26 @@ class ReferenceScanner:
             events.append(ToolCallError(block["id"], self._index(), raw,
                                         f"the block is not closed by {tokens.TOOL_CALL_CLOSE}", span))
             return
-        decoded = decode_call(raw, max_depth=self.max_depth)
-        if decoded.call is None and block["bare"]:
+        segments = decode_calls(raw, max_depth=self.max_depth)
+        if segments[0][2].call is None and block["bare"]:
             events.append(Text(raw, span))
             return
-        index = self._index()
-        if decoded.call is None or self.strict and decoded.diagnostics:
-            message = decoded.diagnostics[0].message if decoded.diagnostics else "no call head"
-            events.append(ToolCallError(block["id"], index, raw, message, span))
-            return
-        recovered = block["bare"] or any(d.code != "missing-closer" for d in decoded.diagnostics)
-        events.append(ToolCallEnd(block["id"], index, decoded.call.name, decoded.call.arguments, raw,
-                                  decoded.diagnostics, recovered, span))
+        for number, (begin, finish, decoded) in enumerate(segments):
+            call_id = block["id"] if number == 0 else self.id_factory()
+            where = (span[0] if number == 0 else block["start"] + begin, block["start"] + finish)
+            part = raw[begin:finish]
+            index = self._index()
+            if decoded.call is None or self.strict and decoded.diagnostics:
+                message = decoded.diagnostics[0].message if decoded.diagnostics else "no call head"
+                events.append(ToolCallError(call_id, index, part, message, where))
+                continue
+            if number == len(segments) - 1 and not closed and (at_end and not block["bare"] or not decoded.complete):
+                events.append(ToolCallError(call_id, index, part, "not closed, and possibly cut off", where,
+                                            decoded.call.name, decoded.call.arguments, decoded.diagnostics))
+                continue
+            recovered = bool(decoded.diagnostics) or not closed or block["bare"]
+            events.append(ToolCallEnd(call_id, index, decoded.call.name, decoded.call.arguments, part,
+                                      decoded.diagnostics, recovered, where))
 
     def _index(self) -> int:
         self.calls += 1
