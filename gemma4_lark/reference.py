@@ -35,6 +35,7 @@ import json
 import re
 import secrets
 from dataclasses import dataclass, field
+from json.decoder import scanstring as _json_string
 
 from . import tokens
 from .diagnostics import Diagnostic, LineIndex
@@ -57,6 +58,8 @@ _ESCAPE = "<escape>"  # FunctionGemma's string delimiter, not Gemma 4's
 _WS_RUN = re.compile("[ \t\r\n]*")
 _SCALAR_END = re.compile(r"[,}\]]|" + re.escape(_DELIM))
 _SCALAR_END_IN_PARENS = re.compile(r"[,}\])]|" + re.escape(_DELIM))
+_COMMA_RUN = re.compile("[, \t\r\n]*")
+_PLAIN_START = frozenset("0123456789")
 _KEY_END = re.compile(r"[:=,})\]]")
 _QUOTED_BODY = {q: re.compile(r"[^%s\\]*(?:\\.[^%s\\]*)*" % (q, q), re.S) for q in "\"'"}
 # Diagnostics kept per call; beyond, one `more-diagnostics` entry spans the rest (memory stays a
@@ -147,6 +150,14 @@ class _Decoder:
         end = pos if end is None else end
         if code in _CUT_OFF:
             self.complete = False
+        if self.suppressed is not None and severity != "error":
+            suppressed = self.suppressed
+            suppressed[0] += 1
+            if pos < suppressed[1]:
+                suppressed[1] = pos
+            if end > suppressed[2]:
+                suppressed[2] = end
+            return
         if len(self.diagnostics) >= _MAX_NOTES and severity != "error":
             if self.suppressed is None:
                 self.suppressed = [0, pos, end]
@@ -171,7 +182,9 @@ class _Decoder:
         return sorted(found, key=lambda d: d.pos)
 
     def skip_ws(self, pos: int, end: int) -> int:
-        return _WS_RUN.match(self.text, pos, end).end()
+        if pos < end and self.text[pos] in _WS:
+            return _WS_RUN.match(self.text, pos, end).end()
+        return pos
 
     # --- strings -------------------------------------------------------------------------------
     def _member_start(self, low: int, q: int) -> int | None:
@@ -239,6 +252,15 @@ class _Decoder:
         """A JSON `"string"` or a `'string'` at `pos`."""
         text = self.text
         quote = text[pos]
+        if quote == '"':
+            try:
+                value, after = _json_string(text, pos + 1, False)
+            except ValueError:
+                pass
+            else:
+                if after <= end:
+                    self.note("json-string", "JSON-quoted string decoded as JSON", pos, end=after)
+                    return value, after
         q = _QUOTED_BODY[quote].match(text, pos + 1, end).end()
         if q >= end or text[q] != quote:
             self.note("unterminated-string-at-end", f"the {quote}-quoted string opened here is never closed", pos, end=end)
@@ -259,9 +281,11 @@ class _Decoder:
         text = self.text
         found = (_SCALAR_END_IN_PARENS if self.in_parens else _SCALAR_END).search(text, pos, end)
         q = found.start() if found else end
-        word = text[pos:q].strip(_WS)
+        word = text[pos:q]
+        if word[-1:] in _WS or word[:1] in _WS:
+            word = word.strip(_WS)
         after = q
-        if word and text.startswith(_DELIM, q):
+        if word and text[q:q + 1] == "<" and text.startswith(_DELIM, q):
             # `city:Tokyo<|"|>}`: a closing delimiter for a string never opened; it closes nothing
             following = self.skip_ws(q + len(_DELIM), end)
             if following >= end or text[following] in ",}]" or text[following] == ")" and self.in_parens:
@@ -270,6 +294,8 @@ class _Decoder:
                 after = q + len(_DELIM)
         if word in _LITERALS:
             return _LITERALS[word], after
+        if word.isdigit() and len(word) <= 600 and word.isascii():
+            return int(word), after
         if _looks_numeric(word):
             digits = len(word) - (word[:1] in "+-")
             if digits > _MAX_INT_DIGITS and word.lstrip("+-").isdigit():
@@ -324,72 +350,105 @@ class _Decoder:
         return key, q
 
     def container(self, pos: int, end: int, opener: str) -> tuple[object, int]:
-        """The object (or the `(...)` shell) or list that starts at `pos`, iteratively."""
+        """The object (or the `(...)` shell) or list that starts at `pos`, iteratively.
+
+        This loop runs once per member, comma and closer of the block: it keeps its state in locals
+        (what is on top of the stack, whether it is an object) for speed on large blocks."""
         text = self.text
+        note = self.note
+        ws_run = _WS_RUN.match
+        comma_run = _COMMA_RUN.match
+        scalar_end = (_SCALAR_END_IN_PARENS if opener == "(" else _SCALAR_END).search
         root_closer = ")" if opener == "(" else ("}" if opener == "{" else "]")
         self.in_parens = opener == "("
         root = [] if opener == "[" else {}
         stack = [{"value": root, "closer": root_closer, "count": 0}]
+        top, closer, is_object, count = root, root_closer, isinstance(root, dict), 0
         pos += 1
         expect_value_for = None  # the key waiting for its value, in an object
         key_start = pos
         after_comma = False
-        while stack:
-            top = stack[-1]
-            pos = self.skip_ws(pos, end)
+        while True:
+            if pos < end and text[pos] in _WS:
+                pos = ws_run(text, pos, end).end()
             if pos >= end:
-                self.note("missing-bracket", f"missing `{top['closer']}`: the block ends first", pos)
-                stack.pop()
-                continue
-            ch = text[pos]
-            is_object = isinstance(top["value"], dict)
+                note("missing-bracket", f"missing `{closer}`: the block ends first", pos)
+                ch = closer  # close it here, as if the closer were written
+            else:
+                ch = text[pos]
             if ch in "}])":
-                if ch != top["closer"]:
-                    self.note("mismatched-closer", f"`{ch}` where `{top['closer']}` closes", pos, end=pos + 1)
+                if ch != closer:
+                    note("mismatched-closer", f"`{ch}` where `{closer}` closes", pos, end=pos + 1)
                 if after_comma:
-                    self.note("trailing-comma", "trailing comma", pos)
+                    note("trailing-comma", "trailing comma", pos)
                 if expect_value_for is not None:
-                    self.note("missing-value", f"no value for `{expect_value_for}`", key_start, end=pos)
+                    note("missing-value", f"no value for `{expect_value_for}`", key_start, end=pos)
                     expect_value_for = None
                 stack.pop()
-                pos += 1
+                if pos < end:
+                    pos += 1
                 after_comma = False
+                if not stack:
+                    return root, pos
+                entry = stack[-1]
+                top, closer, count = entry["value"], entry["closer"], entry["count"]
+                is_object = type(top) is dict
                 continue
             if ch == ",":
-                if top["count"] == 0 or after_comma:
-                    self.note("empty-member", "empty member", pos, end=pos + 1)
+                run = comma_run(text, pos, end).end()  # `,,, ,`: the empty members after the first comma
+                if count == 0 or after_comma:
+                    note("empty-member", "empty member", pos, end=run)
                 elif expect_value_for is not None:
-                    self.note("missing-value", f"no value for `{expect_value_for}`", key_start, end=pos + 1)
+                    note("missing-value", f"no value for `{expect_value_for}`", key_start, end=pos + 1)
+                elif run > pos + 1 and "," in text[pos + 1:run]:
+                    note("empty-member", "empty member", pos + 1, end=run)
                 expect_value_for = None
                 after_comma = True
-                pos += 1
+                pos = run
                 continue
-            if top["count"] and not after_comma and expect_value_for is None:
-                self.note("missing-comma", "missing comma between members", pos)
+            if count and not after_comma and expect_value_for is None:
+                note("missing-comma", "missing comma between members", pos)
             if is_object and expect_value_for is None:
                 key_start = pos
                 key, pos = self.key(pos, end, stack)
-                pos = self.skip_ws(pos, end)
+                if pos < end and text[pos] in _WS:
+                    pos = ws_run(text, pos, end).end()
                 if pos < end and text[pos] in ":=":
                     if text[pos] == "=":
-                        self.note("equals", "`=` instead of `:`", pos, end=pos + 1)
+                        note("equals", "`=` instead of `:`", pos, end=pos + 1)
                     pos += 1
                     expect_value_for = key
                     after_comma = False
                     continue
-                self.note("missing-value", f"member `{str(key)[:40]}` has no value", key_start, end=pos)
-                top["count"] += 1
+                note("missing-value", f"member `{str(key)[:40]}` has no value", key_start, end=pos)
+                count += 1
+                stack[-1]["count"] = count
                 after_comma = False
                 continue
-            value, pos, opened = self.value(pos, end, stack)
+            opened = False
+            if ch in _PLAIN_START:
+                # the most frequent value, inlined: an unsigned integer ended by `,` or a closer
+                found = scalar_end(text, pos, end)
+                q = found.start() if found else end
+                word = text[pos:q]
+                if word.isdigit() and len(word) <= 600 and word.isascii() and text[q:q + 1] != "<":
+                    value, pos = int(word), q
+                else:
+                    value, pos = self.scalar(pos, end)
+            else:
+                value, pos, opened = self.value(pos, end, stack)
             if is_object:
-                top["value"][expect_value_for] = value
+                top[expect_value_for] = value
                 expect_value_for = None
             else:
-                top["value"].append(value)
-            top["count"] += 1
+                top.append(value)
+            count += 1
+            stack[-2 if opened else -1]["count"] = count
             after_comma = False
-        return root, pos
+            if opened:
+                entry = stack[-1]
+                top, closer, count = entry["value"], entry["closer"], 0
+                is_object = type(top) is dict
 
 
 class _Abandon(Exception):
