@@ -396,12 +396,13 @@ class _Decoder:
                 continue
             if ch == ",":
                 run = comma_run(text, pos, end).end()  # `,,, ,`: the empty members after the first comma
-                if count == 0 or after_comma:
-                    note("empty-member", "empty member", pos, end=run)
-                elif expect_value_for is not None:
+                empty_from = pos + 1
+                if expect_value_for is not None:
                     note("missing-value", f"no value for `{expect_value_for}`", key_start, end=pos + 1)
-                elif run > pos + 1 and "," in text[pos + 1:run]:
-                    note("empty-member", "empty member", pos + 1, end=run)
+                elif count == 0 or after_comma:
+                    empty_from = pos
+                if run > empty_from and "," in text[empty_from:run]:
+                    note("empty-member", "empty member", empty_from, end=run)
                 expect_value_for = None
                 after_comma = True
                 pos = run
@@ -473,7 +474,8 @@ def decode_call(block: str, *, max_depth: int = 512) -> Decoded:
     line, column = lines.line_and_column(stop)
     rest = Diagnostic("warning", "second-call", "another call follows in the same block; decode_calls reads it",
                       line, column, stop, len(block))
-    return Decoded(decoded.call, decoded.diagnostics + [rest], decoded.complete)
+    found = [d for d in decoded.diagnostics if d.code != "second-call"]
+    return Decoded(decoded.call, found + [rest], decoded.complete)
 
 
 def decode_calls(block: str, *, max_depth: int = 512) -> list:
