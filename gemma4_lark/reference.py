@@ -208,45 +208,44 @@ class _Decoder:
         return j - 1 if j > low and text[j - 1] == "," else None
 
     def delimited(self, pos: int, end: int, stack: list) -> tuple[str, int]:
-        """A `<|"|>` string at `pos`: (its text, the position after it)."""
+        """A `<|"|>` string at `pos`: (its text, the position after it). Delimiters inside it are
+        read as `"`, so its text is text[start:stop] with each of them replaced."""
         text = self.text
-        start = pos + len(_DELIM)
-        pieces = []
-        piece_start = search = start
+        start = search = pos + len(_DELIM)
         while True:
             q = text.find(_DELIM, search, end)
             if q < 0:
                 break
             after = self.skip_ws(q + len(_DELIM), end)
             if after >= end or text[after] in ",}]:" or text[after] == ")" and self.in_parens:
-                pieces.append(text[piece_start:q])
-                return '"'.join(pieces), q + len(_DELIM)
-            member = self._member_start(piece_start, q)
+                return self._string(start, q), q + len(_DELIM)
+            member = self._member_start(search, q)
             if member is not None:
                 # `<|"|>one,second:<|"|>two`: the first string was never closed, and the next
                 # member starts at the comma; read it as a member rather than as string text
-                pieces.append(text[piece_start:member])
                 self.note("unterminated-string", f"the string opened here is not closed by {_DELIM}; it ends"
                           " where the next member starts", pos, end=member)
-                return '"'.join(pieces), member
+                return self._string(start, member), member
             # a delimiter inside the string: the model meant a quote character
             self.note("interior-delimiter", f"{_DELIM} inside a string read as a quote", q, end=q + len(_DELIM))
-            pieces.append(text[piece_start:q])
-            piece_start = search = q + len(_DELIM)
+            search = q + len(_DELIM)
         # never closed: the string runs to the end, less the closers the open structures need
-        body = text[piece_start:end]
-        tail = body.rstrip(_WS)
+        stop = end
+        while stop > search and text[stop - 1] in _WS:
+            stop -= 1
         needed = "".join(reversed([c["closer"] for c in stack]))
-        if needed and tail.endswith(needed):
-            body = tail[: len(tail) - len(needed)]
-            pieces.append(body)
+        if needed and stop - search >= len(needed) and text.startswith(needed, stop - len(needed)):
+            stop -= len(needed)
             self.note("unterminated-string", f"the string opened here is never closed by {_DELIM}; it ends before"
-                      " the closing brackets", pos, end=piece_start + len(body))
-            return '"'.join(pieces), piece_start + len(body)
+                      " the closing brackets", pos, end=stop)
+            return self._string(start, stop), stop
         self.note("unterminated-string-at-end", f"the string opened here is never closed by {_DELIM}: the block"
                   " ends inside it", pos, end=end)
-        pieces.append(body)
-        return '"'.join(pieces), end
+        return self._string(start, end), end
+
+    def _string(self, start: int, stop: int) -> str:
+        value = self.text[start:stop]
+        return value.replace(_DELIM, '"') if _DELIM in value else value
 
     def quoted(self, pos: int, end: int) -> tuple[str, int]:
         """A JSON `"string"` or a `'string'` at `pos`."""
