@@ -328,7 +328,7 @@ class _Decoder:
                 self.note("too-deep", f"nesting deeper than {self.max_depth} levels", pos, "error")
                 raise _Abandon(self.findings())
             container = {} if ch == "{" else []
-            stack.append({"value": container, "closer": "}" if ch == "{" else "]", "count": 0})
+            stack.append({"value": container, "closer": "}" if ch == "{" else "]", "count": 0, "start": pos})
             return container, pos + 1, True
         value, after = self.scalar(pos, end)
         return value, after, False
@@ -361,7 +361,7 @@ class _Decoder:
         root_closer = ")" if opener == "(" else ("}" if opener == "{" else "]")
         self.in_parens = opener == "("
         root = [] if opener == "[" else {}
-        stack = [{"value": root, "closer": root_closer, "count": 0}]
+        stack = [{"value": root, "closer": root_closer, "count": 0, "start": pos}]
         top, closer, is_object, count = root, root_closer, isinstance(root, dict), 0
         pos += 1
         expect_value_for = None  # the key waiting for its value, in an object
@@ -438,6 +438,11 @@ class _Decoder:
             else:
                 value, pos, opened = self.value(pos, end, stack)
             if is_object:
+                if expect_value_for in top:
+                    # the last value wins, as in the grammar; the span (from the object's opener)
+                    # covers the value it replaces
+                    note("duplicate-key", f"duplicate key `{str(expect_value_for)[:40]}`: the last value wins",
+                         stack[-2 if opened else -1]["start"], end=pos)
                 top[expect_value_for] = value
                 expect_value_for = None
             else:
