@@ -9,7 +9,7 @@ import time
 import tracemalloc
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 import gemma4_lark
 from gemma4_incremental import (
@@ -359,3 +359,19 @@ def test_parse_command_openai_format_shows_failed_blocks(tmp_path):
     assert message["content"] == "Before <|tool_call>calldone{a:1}<tool_call|> after"
     assert [c["function"]["name"] for c in message["tool_calls"]] == ["get_weather"]
     assert len(message["tool_call_errors"]) == 1 and done.returncode == 1
+
+
+@settings(max_examples=300)
+@given(st.lists(_soup, max_size=14), st.booleans())
+@example(["<|tool_call>", "call:f{", "}", "<turn|>"], False)
+@example(["<|tool_call>", "call:f{", "a:", D, "x", "}"], False)
+def test_a_plain_call_is_always_closed_and_nothing_at_the_end_is_a_call_unless_bare(pieces, strict):
+    text = "".join(pieces)
+    events = run([text], strict=strict)
+    for e in events:
+        if isinstance(e, ToolCallEnd) and not e.recovered:
+            assert e.raw.endswith("<tool_call|>"), e
+    last = events[-1] if events else None
+    if isinstance(last, ToolCallEnd) and last.span[1] == len(text):
+        # a call that reaches the end of the stream was closed, or is a complete bare call
+        assert last.raw.endswith("<tool_call|>") or not last.raw.startswith("<|tool_call>"), last
