@@ -54,12 +54,18 @@ _DIGITS = frozenset("0123456789")
 _LITERALS = {"true": True, "false": False, "null": None, "None": None, "none": None}
 _STOPS = (tokens.TOOL_RESPONSE_OPEN, tokens.TURN_CLOSE, tokens.EOS)
 _ESCAPE = "<escape>"  # FunctionGemma's string delimiter, not Gemma 4's
+_INTERIOR_DELIMITER = f"{_DELIM} inside a string read as a quote"
+_UNCLOSED_BEFORE_MEMBER = f"the string opened here is not closed by {_DELIM}; it ends where the next member starts"
+_STRAY_DELIMITER = f"{_DELIM} after an unquoted value closes nothing; skipped"
 # Scanning helpers: one C-level search instead of a Python loop per character.
 _WS_RUN = re.compile("[ \t\r\n]*")
 _SCALAR_END = re.compile(r"[,}\]]|" + re.escape(_DELIM))
 _SCALAR_END_IN_PARENS = re.compile(r"[,}\])]|" + re.escape(_DELIM))
 _COMMA_RUN = re.compile("[, \t\r\n]*")
+_KEY = re.compile(r"[A-Za-z0-9_.\-$@]+")  # the characters of _KEY_CHARS
 _PLAIN_START = frozenset("0123456789")
+_QUOTE_START = frozenset("<\"'")  # a key that is not bare: `<|"|>...`, `"..."`, `'...'`
+_COMMA_OR_WS = frozenset(", \t\r\n")
 _KEY_END = re.compile(r"[:=,})\]]")
 _QUOTED_BODY = {q: re.compile(r"[^%s\\]*(?:\\.[^%s\\]*)*" % (q, q), re.S) for q in "\"'"}
 # Diagnostics kept per call; beyond, one `more-diagnostics` entry spans the rest (memory stays a
@@ -145,8 +151,9 @@ class _Decoder:
         self.complete = True
         self.in_parens = False  # the arguments are a `(...)` shell: `)` closes too
 
-    def note(self, code: str, message: str, pos: int, severity: str = "warning", end: int | None = None) -> None:
-        """Record a finding about text[pos:end] (absolute offsets)."""
+    def note(self, code: str, message, pos: int, severity: str = "warning", end: int | None = None) -> None:
+        """Record a finding about text[pos:end] (absolute offsets). `message` is a str, or a
+        (format, arguments...) tuple formatted only when the finding is kept."""
         end = pos if end is None else end
         if code in _CUT_OFF:
             self.complete = False
@@ -165,6 +172,8 @@ class _Decoder:
             self.suppressed[1] = min(self.suppressed[1], pos)
             self.suppressed[2] = max(self.suppressed[2], end)
             return
+        if type(message) is tuple:  # (format, arguments): formatted only when kept
+            message = message[0].format(*message[1:])
         self.diagnostics.append(self._diagnostic(severity, code, message, pos, end))
 
     def _diagnostic(self, severity, code, message, pos, end) -> Diagnostic:
@@ -223,11 +232,10 @@ class _Decoder:
             if member is not None:
                 # `<|"|>one,second:<|"|>two`: the first string was never closed, and the next
                 # member starts at the comma; read it as a member rather than as string text
-                self.note("unterminated-string", f"the string opened here is not closed by {_DELIM}; it ends"
-                          " where the next member starts", pos, end=member)
+                self.note("unterminated-string", _UNCLOSED_BEFORE_MEMBER, pos, end=member)
                 return self._string(start, member), member
             # a delimiter inside the string: the model meant a quote character
-            self.note("interior-delimiter", f"{_DELIM} inside a string read as a quote", q, end=q + len(_DELIM))
+            self.note("interior-delimiter", _INTERIOR_DELIMITER, q, end=q + len(_DELIM))
             search = q + len(_DELIM)
         # never closed: the string runs to the end, less the closers the open structures need
         stop = end
@@ -288,7 +296,7 @@ class _Decoder:
             # `city:Tokyo<|"|>}`: a closing delimiter for a string never opened; it closes nothing
             following = self.skip_ws(q + len(_DELIM), end)
             if following >= end or text[following] in ",}]" or text[following] == ")" and self.in_parens:
-                self.note("stray-delimiter", f"{_DELIM} after an unquoted value closes nothing; skipped", q,
+                self.note("stray-delimiter", _STRAY_DELIMITER, q,
                           end=q + len(_DELIM))
                 after = q + len(_DELIM)
         if word in _LITERALS:
@@ -304,7 +312,7 @@ class _Decoder:
             number = _number(word)
             if number is not None:
                 return number, after
-            self.note("malformed-number", f"`{word[:40]}` starts like a number but is not one; kept as text", pos,
+            self.note("malformed-number", ("`{}` starts like a number but is not one; kept as text", word[:40]), pos,
                       end=q)
         if _ESCAPE in word:
             first = text.find(_ESCAPE, pos, q)
@@ -341,8 +349,10 @@ class _Decoder:
             return self.quoted(pos, end)
         found = _KEY_END.search(text, pos, end)
         q = found.start() if found else end
-        key = text[pos:q].strip(_WS)
-        if not key or not all(c in _KEY_CHARS for c in key):
+        key = text[pos:q]
+        if key[:1] in _WS or key[-1:] in _WS:
+            key = key.strip(_WS)
+        if not _KEY.fullmatch(key):
             self.note("unreadable-key", f"`{key[:40]}` cannot be a key: the arguments cannot be read safely", pos,
                       "error", end=q)
             raise _Abandon(self.findings())
@@ -358,6 +368,8 @@ class _Decoder:
         ws_run = _WS_RUN.match
         comma_run = _COMMA_RUN.match
         scalar_end = (_SCALAR_END_IN_PARENS if opener == "(" else _SCALAR_END).search
+        key_end = _KEY_END.search
+        key_chars = _KEY.fullmatch
         root_closer = ")" if opener == "(" else ("}" if opener == "{" else "]")
         self.in_parens = opener == "("
         root = [] if opener == "[" else {}
@@ -368,20 +380,23 @@ class _Decoder:
         key_start = pos
         after_comma = False
         while True:
-            if pos < end and text[pos] in _WS:
-                pos = ws_run(text, pos, end).end()
-            if pos >= end:
-                note("missing-bracket", f"missing `{closer}`: the block ends first", pos)
-                ch = closer  # close it here, as if the closer were written
-            else:
+            if pos < end:
                 ch = text[pos]
+                if ch in _WS:
+                    pos = ws_run(text, pos, end).end()
+                    ch = text[pos] if pos < end else None
+            else:
+                ch = None
+            if ch is None:
+                note("missing-bracket", ("missing `{}`: the block ends first", closer), pos)
+                ch = closer  # close it here, as if the closer were written
             if ch in "}])":
                 if ch != closer:
-                    note("mismatched-closer", f"`{ch}` where `{closer}` closes", pos, end=pos + 1)
+                    note("mismatched-closer", ("`{}` where `{}` closes", ch, closer), pos, end=pos + 1)
                 if after_comma:
                     note("trailing-comma", "trailing comma", pos)
                 if expect_value_for is not None:
-                    note("missing-value", f"no value for `{expect_value_for}`", key_start, end=pos)
+                    note("missing-value", ("no value for `{!s:.40}`", expect_value_for), key_start, end=pos)
                     expect_value_for = None
                 stack.pop()
                 if pos < end:
@@ -394,23 +409,36 @@ class _Decoder:
                 is_object = type(top) is dict
                 continue
             if ch == ",":
-                run = comma_run(text, pos, end).end()  # `,,, ,`: the empty members after the first comma
+                run = pos + 1
+                if run < end and text[run] in _COMMA_OR_WS:  # `,,, ,`: empty members after the comma
+                    run = comma_run(text, run, end).end()
                 empty_from = pos + 1
                 if expect_value_for is not None:
-                    note("missing-value", f"no value for `{expect_value_for}`", key_start, end=pos + 1)
+                    note("missing-value", ("no value for `{!s:.40}`", expect_value_for), key_start, end=pos + 1)
+                    expect_value_for = None
                 elif count == 0 or after_comma:
                     empty_from = pos
                 if run > empty_from and "," in text[empty_from:run]:
                     note("empty-member", "empty member", empty_from, end=run)
-                expect_value_for = None
                 after_comma = True
                 pos = run
                 continue
             if count and not after_comma and expect_value_for is None:
                 note("missing-comma", "missing comma between members", pos)
+            after_comma = False
             if is_object and expect_value_for is None:
                 key_start = pos
-                key, pos = self.key(pos, end, stack)
+                if ch in _QUOTE_START:
+                    key, pos = self.key(pos, end, stack)
+                else:  # a bare key, inlined
+                    found = key_end(text, pos, end)
+                    q = found.start() if found else end
+                    key = text[pos:q]
+                    if key[-1:] in _WS:
+                        key = key.rstrip(_WS)
+                    if not key_chars(key):
+                        self.key(pos, end, stack)  # raises with the diagnostic
+                    pos = q
                 if pos < end and text[pos] in _WS:
                     pos = ws_run(text, pos, end).end()
                 if pos < end and text[pos] in ":=":
@@ -418,12 +446,9 @@ class _Decoder:
                         note("equals", "`=` instead of `:`", pos, end=pos + 1)
                     pos += 1
                     expect_value_for = key
-                    after_comma = False
                     continue
-                note("missing-value", f"member `{str(key)[:40]}` has no value", key_start, end=pos)
+                note("missing-value", ("member `{!s:.40}` has no value", key), key_start, end=pos)
                 count += 1
-                stack[-1]["count"] = count
-                after_comma = False
                 continue
             opened = False
             if ch in _PLAIN_START:
@@ -436,20 +461,19 @@ class _Decoder:
                 else:
                     value, pos = self.scalar(pos, end)
             else:
+                stack[-1]["count"] = count + 1  # kept for when a container opened here closes
                 value, pos, opened = self.value(pos, end, stack)
             if is_object:
                 if expect_value_for in top:
                     # the last value wins, as in the grammar; the span (from the object's opener)
                     # covers the value it replaces
-                    note("duplicate-key", f"duplicate key `{str(expect_value_for)[:40]}`: the last value wins",
+                    note("duplicate-key", ("duplicate key `{!s:.40}`: the last value wins", expect_value_for),
                          stack[-2 if opened else -1]["start"], end=pos)
                 top[expect_value_for] = value
                 expect_value_for = None
             else:
                 top.append(value)
             count += 1
-            stack[-2 if opened else -1]["count"] = count
-            after_comma = False
             if opened:
                 entry = stack[-1]
                 top, closer, count = entry["value"], entry["closer"], 0
