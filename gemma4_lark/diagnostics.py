@@ -9,7 +9,12 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Diagnostic:
-    """One finding of `validate` (or of a lenient decode): severity "error" or "warning"."""
+    """One finding of `validate` (or of a lenient decode): severity "error" or "warning".
+
+    `pos` is where the finding starts (an offset into the text checked) and `end` where the text it
+    covers ends: what a lenient decode skipped, ignored or read in an unusual way lies in
+    `[pos, end)`. A finding about a point (a missing comma) has `end == pos`, the default.
+    """
 
     severity: str
     code: str
@@ -17,6 +22,11 @@ class Diagnostic:
     line: int
     column: int
     pos: int
+    end: int | None = None
+
+    def __post_init__(self):
+        if self.end is None:
+            object.__setattr__(self, "end", self.pos)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)

@@ -99,11 +99,12 @@ class ThinkingDelta(Event):
 @_fast_init
 @dataclass(frozen=True, slots=True)
 class ThinkingEnd(Event):
-    """The thought is over; `text` is the whole thought. The span covers `<channel|>`, or is
-    zero-width when a call, a stop marker or the end of the stream ended the thought."""
+    """The thought is over. The span covers `<channel|>`, or is zero-width when a call, a stop
+    marker or the end of the stream ended the thought. The thought itself is the text of the
+    `thinking_delta` events since `thinking_start` (the parser does not keep it: a thought has no
+    size limit, and memory stays bounded by the largest open call block)."""
 
     type: ClassVar[str] = "thinking_end"
-    text: str
     span: tuple[int, int]
 
 
@@ -123,8 +124,9 @@ class ToolCallStart(Event):
 @dataclass(frozen=True, slots=True)
 class ToolCallEnd(Event):
     """A decoded call. `raw` is the whole block as written; `diagnostics` says what was not
-    canonical about it (positions inside `raw`); `recovered` is True when the strict grammar
-    rejected the block and the lenient decoder recovered it."""
+    canonical about it (positions inside `raw`); `recovered` is True when the strict grammar did not
+    accept the block as it stands (rejected, or not closed by `<tool_call|>`) and the lenient
+    decoder recovered it: check it before acting on the call."""
 
     type: ClassVar[str] = "tool_call_end"
     id: str
@@ -137,18 +139,27 @@ class ToolCallEnd(Event):
     span: tuple[int, int] = (0, 0)
 
     def to_openai(self) -> dict[str, Any]:
-        """The call as an OpenAI chat-completions `tool_calls` entry. Raises nothing."""
-        return {
+        """The call as an OpenAI chat-completions `tool_calls` entry. A recovered call says so: the
+        entry then also holds `"recovered": true` and the `diagnostics` (clients that do not know
+        these keys ignore them; the call is never passed off as one the model wrote correctly).
+        Raises nothing."""
+        entry: dict[str, Any] = {
             "id": self.id,
             "type": "function",
             "function": {"name": self.name, "arguments": json.dumps(self.arguments, ensure_ascii=False)},
         }
+        if self.recovered:
+            entry["recovered"] = True
+            entry["diagnostics"] = [d.to_dict() for d in self.diagnostics]
+        return entry
 
 
 @_fast_init
 @dataclass(frozen=True, slots=True)
 class ToolCallError(Event):
-    """A block that could not be decoded; its raw text is kept, never dropped."""
+    """A block that is not a call to act on; its raw text is kept, never dropped. When part of it
+    could be read (a block cut off before its end), `name` and `partial` hold what was decoded,
+    incomplete by definition, and `diagnostics` the lenient decoder's findings."""
 
     type: ClassVar[str] = "tool_call_error"
     id: str
@@ -156,6 +167,9 @@ class ToolCallError(Event):
     raw: str
     error: str
     span: tuple[int, int]
+    name: str | None = None
+    partial: dict[str, Any] | None = None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
 @_fast_init

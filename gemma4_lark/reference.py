@@ -4,29 +4,41 @@ grammar so that testing one against the other means something.
 Nothing here imports Lark or the grammar-backed modules (a test checks it). The decoder works the
 way OMP's does, walking brackets and splitting at top-level commas while skipping `<|"|>` spans, and
 on every input the grammar accepts it returns what the strict parser returns. Outside the language it
-recovers what can be recovered safely and records each recovery as a diagnostic:
+recovers what can be recovered safely and records each recovery as a diagnostic whose span
+(`pos` to `end`) covers the text it skipped or read unusually: every character of a recovered block
+is either part of a decoded value or inside such a span. The recoveries:
 
 * a missing `<|tool_call>` or `<tool_call|>`, a stray `:` before `call:`, spaces around its colon;
 * a missing closing brace or bracket (decode what is there), a mismatched closer;
-* text after the object; empty members and trailing commas (skipped);
+* text after the object; empty members and trailing commas (skipped); a second `call:` in the
+  same block (decoded as a call of its own by `decode_calls`);
 * a string whose closing delimiter never comes (it runs to the end, less the closers the open
-  objects need), and `<|"|>` inside a string that is not followed by `,` `}` `]` `:` or the end
-  (read as a literal `"`, as models use it for Python's triple quotes);
+  objects need, or to a `,KEY:` that a delimiter follows: the next member), and `<|"|>` inside a
+  string that is not followed by `,` `}` `]` `:` or the end (read as a literal `"`, as models use
+  it for Python's triple quotes); a `<|"|>` right after an unquoted value that closes nothing;
 * JSON-quoted `"strings"` (decoded as JSON), single-quoted `'strings'`, `key=value`;
 * the Python-style `call:NAME(key=value, ...)` shell;
 * a value that starts like a number but is not one (`432+1`): kept as text.
 
-It never raises. It returns no call when there is no `call:NAME` head to anchor one.
+FunctionGemma's `<escape>` string delimiters inside an unquoted value are kept as the grammar
+reads them (part of the word) and reported (`functiongemma-escape`).
+
+It never raises. It returns no call when there is no `call:NAME` head to anchor one, and none when a
+member cannot be read safely (it gives up rather than invent arguments). Its cost is linear in the
+block: one pass, each diagnostic's line and column found in O(log n), and at most `_MAX_NOTES`
+diagnostics kept per call (the rest are summed up in one).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from dataclasses import dataclass, field
+from json.decoder import scanstring as _json_string
 
 from . import tokens
-from .diagnostics import Diagnostic, line_and_column
+from .diagnostics import Diagnostic, LineIndex
 from .events import (
     Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
 )
@@ -41,18 +53,52 @@ _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123
 _DIGITS = frozenset("0123456789")
 _LITERALS = {"true": True, "false": False, "null": None, "None": None, "none": None}
 _STOPS = (tokens.TOOL_RESPONSE_OPEN, tokens.TURN_CLOSE, tokens.EOS)
+_ESCAPE = "<escape>"  # FunctionGemma's string delimiter, not Gemma 4's
+_INTERIOR_DELIMITER = f"{_DELIM} inside a string read as a quote"
+_UNCLOSED_BEFORE_MEMBER = f"the string opened here is not closed by {_DELIM}; it ends where the next member starts"
+_STRAY_DELIMITER = f"{_DELIM} after an unquoted value closes nothing; skipped"
+# Scanning helpers: one C-level search instead of a Python loop per character.
+_WS_RUN = re.compile("[ \t\r\n]*")
+_SCALAR_END = re.compile(r"[,}\]]|" + re.escape(_DELIM))
+_SCALAR_END_IN_PARENS = re.compile(r"[,}\])]|" + re.escape(_DELIM))
+_COMMA_RUN = re.compile("[, \t\r\n]*")
+_KEY = re.compile(r"[A-Za-z0-9_.\-$@]+")  # the characters of _KEY_CHARS
+_PLAIN_START = frozenset("0123456789")
+_QUOTE_START = frozenset("<\"'")  # a key that is not bare: `<|"|>...`, `"..."`, `'...'`
+_COMMA_OR_WS = frozenset(", \t\r\n")
+_KEY_END = re.compile(r"[:=,})\]]")
+_QUOTED_BODY = {q: re.compile(r"[^%s\\]*(?:\\.[^%s\\]*)*" % (q, q), re.S) for q in "\"'"}
+# Diagnostics kept per call; beyond, one `more-diagnostics` entry spans the rest (memory stays a
+# constant however many recoveries a block needs).
+_MAX_NOTES = 1000
+# Integers are decoded exactly up to this many digits (CPython's int() refuses more than 4300 by
+# default, and converting more costs super-linear time); a longer one is refused with an error.
+_MAX_INT_DIGITS = 20_000
+# Diagnostics that say the block was cut off rather than finished: its arguments are incomplete.
+_CUT_OFF = frozenset({"missing-bracket", "unterminated-string-at-end"})
 
 
 @dataclass(frozen=True)
 class Decoded:
-    """What `decode_call` found: the call (or None) and how it got there."""
+    """What `decode_call` found: the call (or None) and how it got there. `complete` is False when
+    the arguments were cut off (a bracket or a string still open where the block ends)."""
 
     call: ToolCall | None
     diagnostics: list = field(default_factory=list)
+    complete: bool = True
 
 
 def _is_name(text: str) -> bool:
     return bool(text) and all(c in _NAME_CHARS for c in text)
+
+
+def _decimal_int(digits: str) -> int:
+    """The exact int of a string of ASCII digits: halves converted separately, so no piece reaches
+    int()'s digit limit (at least 640 wherever it is set)."""
+    if len(digits) <= 600:
+        return int(digits)
+    low = len(digits) // 2
+    return _decimal_int(digits[:-low]) * 10 ** low + _decimal_int(digits[-low:])
 
 
 def _number(text: str):
@@ -61,7 +107,8 @@ def _number(text: str):
     if not body:
         return None
     if body.isascii() and body.isdigit():
-        return int(text)
+        value = _decimal_int(body)
+        return -value if text[:1] == "-" else value
     mantissa, exponent = body, ""
     for mark in "eE":
         if mark in body:
@@ -90,99 +137,195 @@ def _looks_numeric(text: str) -> bool:
 
 
 class _Decoder:
-    """One pass over a block body. Positions in diagnostics are offsets into the whole block."""
+    """One pass over one call in a block. Positions in diagnostics are offsets from `base` (where
+    the call starts in the block); line and column count from there too."""
 
-    def __init__(self, text: str, max_depth: int):
+    def __init__(self, text: str, max_depth: int, lines: LineIndex, base: int = 0):
         self.text = text
         self.max_depth = max_depth
+        self.lines = lines
+        self.base = base
+        self.base_line, self.base_column = lines.line_and_column(base)
         self.diagnostics: list[Diagnostic] = []
+        self.suppressed = None  # [count, first pos, furthest end] of the notes beyond _MAX_NOTES
+        self.complete = True
+        self.in_parens = False  # the arguments are a `(...)` shell: `)` closes too
 
-    def note(self, code: str, message: str, pos: int, severity: str = "warning") -> None:
-        line, column = line_and_column(self.text, pos)
-        self.diagnostics.append(Diagnostic(severity, code, message, line, column, pos))
+    def note(self, code: str, message, pos: int, severity: str = "warning", end: int | None = None) -> None:
+        """Record a finding about text[pos:end] (absolute offsets). `message` is a str, or a
+        (format, arguments...) tuple formatted only when the finding is kept."""
+        end = pos if end is None else end
+        if code in _CUT_OFF:
+            self.complete = False
+        if self.suppressed is not None and severity != "error":
+            suppressed = self.suppressed
+            suppressed[0] += 1
+            if pos < suppressed[1]:
+                suppressed[1] = pos
+            if end > suppressed[2]:
+                suppressed[2] = end
+            return
+        if len(self.diagnostics) >= _MAX_NOTES and severity != "error":
+            if self.suppressed is None:
+                self.suppressed = [0, pos, end]
+            self.suppressed[0] += 1
+            self.suppressed[1] = min(self.suppressed[1], pos)
+            self.suppressed[2] = max(self.suppressed[2], end)
+            return
+        if type(message) is tuple:  # (format, arguments): formatted only when kept
+            message = message[0].format(*message[1:])
+        self.diagnostics.append(self._diagnostic(severity, code, message, pos, end))
+
+    def _diagnostic(self, severity, code, message, pos, end) -> Diagnostic:
+        line, column = self.lines.line_and_column(pos)
+        if line == self.base_line:
+            column -= self.base_column - 1
+        return Diagnostic(severity, code, message, line - self.base_line + 1, column, pos - self.base, end - self.base)
+
+    def findings(self) -> list:
+        found = self.diagnostics
+        if self.suppressed is not None:
+            count, pos, end = self.suppressed
+            found = found + [self._diagnostic(
+                "warning", "more-diagnostics", f"{count} more recoveries in this span, not listed one by one", pos, end)]
+        return sorted(found, key=lambda d: d.pos)
 
     def skip_ws(self, pos: int, end: int) -> int:
-        text = self.text
-        while pos < end and text[pos] in _WS:
-            pos += 1
+        if pos < end and self.text[pos] in _WS:
+            return _WS_RUN.match(self.text, pos, end).end()
         return pos
 
     # --- strings -------------------------------------------------------------------------------
-    def delimited(self, pos: int, end: int, closers_needed: list) -> tuple[str, int]:
-        """A `<|"|>` string at `pos`: (its text, the position after it)."""
+    def _member_start(self, low: int, q: int) -> int | None:
+        """When text[low:q] ends with `,KEY:` (a delimiter follows at q), where its comma is."""
         text = self.text
-        start = pos + len(_DELIM)
-        pieces = []
-        piece_start = start
-        search = start
+        i = q
+        while i > low and text[i - 1] in _WS:
+            i -= 1
+        if i <= low or text[i - 1] not in ":=":
+            return None
+        i -= 1
+        while i > low and text[i - 1] in _WS:
+            i -= 1
+        j = i
+        while j > low and text[j - 1] in _KEY_CHARS:
+            j -= 1
+        if j == i:
+            return None
+        while j > low and text[j - 1] in _WS:
+            j -= 1
+        return j - 1 if j > low and text[j - 1] == "," else None
+
+    def delimited(self, pos: int, end: int, stack: list) -> tuple[str, int]:
+        """A `<|"|>` string at `pos`: (its text, the position after it). Delimiters inside it are
+        read as `"`, so its text is text[start:stop] with each of them replaced."""
+        text = self.text
+        start = search = pos + len(_DELIM)
         while True:
             q = text.find(_DELIM, search, end)
             if q < 0:
                 break
             after = self.skip_ws(q + len(_DELIM), end)
-            if after >= end or text[after] in ",}]:" or text[after] == ")" and ")" in closers_needed:
-                pieces.append(text[piece_start:q])
-                return '"'.join(pieces), q + len(_DELIM)
+            if after >= end or text[after] in ",}]:" or text[after] == ")" and self.in_parens:
+                return self._string(start, q), q + len(_DELIM)
+            member = self._member_start(search, q)
+            if member is not None:
+                # `<|"|>one,second:<|"|>two`: the first string was never closed, and the next
+                # member starts at the comma; read it as a member rather than as string text
+                self.note("unterminated-string", _UNCLOSED_BEFORE_MEMBER, pos, end=member)
+                return self._string(start, member), member
             # a delimiter inside the string: the model meant a quote character
-            self.note("interior-delimiter", f"{_DELIM} inside a string read as a quote", q)
-            pieces.append(text[piece_start:q])
-            piece_start = search = q + len(_DELIM)
+            self.note("interior-delimiter", _INTERIOR_DELIMITER, q, end=q + len(_DELIM))
+            search = q + len(_DELIM)
         # never closed: the string runs to the end, less the closers the open structures need
-        body = text[piece_start:end]
-        self.note("unterminated-string", f"the string opened here is never closed by {_DELIM}", pos)
-        tail = body.rstrip(_WS)
-        needed = "".join(reversed(closers_needed))
-        if needed and tail.endswith(needed):
-            body = tail[: len(tail) - len(needed)]
-            pieces.append(body)
-            return '"'.join(pieces), piece_start + len(body)
-        pieces.append(body)
-        return '"'.join(pieces), end
+        stop = end
+        while stop > search and text[stop - 1] in _WS:
+            stop -= 1
+        needed = "".join(reversed([c["closer"] for c in stack]))
+        if needed and stop - search >= len(needed) and text.startswith(needed, stop - len(needed)):
+            stop -= len(needed)
+            self.note("unterminated-string", f"the string opened here is never closed by {_DELIM}; it ends before"
+                      " the closing brackets", pos, end=stop)
+            return self._string(start, stop), stop
+        self.note("unterminated-string-at-end", f"the string opened here is never closed by {_DELIM}: the block"
+                  " ends inside it", pos, end=end)
+        return self._string(start, end), end
+
+    def _string(self, start: int, stop: int) -> str:
+        value = self.text[start:stop]
+        return value.replace(_DELIM, '"') if _DELIM in value else value
 
     def quoted(self, pos: int, end: int) -> tuple[str, int]:
         """A JSON `"string"` or a `'string'` at `pos`."""
         text = self.text
         quote = text[pos]
-        q = pos + 1
-        while q < end and text[q] != quote:
-            q += 2 if text[q] == "\\" else 1
-        if q >= end:
-            self.note("unterminated-string", f"the {quote}-quoted string opened here is never closed", pos)
+        if quote == '"':
+            try:
+                value, after = _json_string(text, pos + 1, False)
+            except ValueError:
+                pass
+            else:
+                if after <= end:
+                    self.note("json-string", "JSON-quoted string decoded as JSON", pos, end=after)
+                    return value, after
+        q = _QUOTED_BODY[quote].match(text, pos + 1, end).end()
+        if q >= end or text[q] != quote:
+            self.note("unterminated-string-at-end", f"the {quote}-quoted string opened here is never closed", pos, end=end)
             return text[pos + 1:end], end
         raw = text[pos:q + 1]
         if quote == '"':
-            self.note("json-string", "JSON-quoted string decoded as JSON", pos)
+            self.note("json-string", "JSON-quoted string decoded as JSON", pos, end=q + 1)
             try:
                 return json.loads(raw), q + 1
             except ValueError:
                 return raw[1:-1], q + 1
-        self.note("single-quoted-string", "single-quoted string", pos)
+        self.note("single-quoted-string", "single-quoted string", pos, end=q + 1)
         return raw[1:-1], q + 1
 
     # --- values --------------------------------------------------------------------------------
-    def scalar(self, pos: int, end: int, stops: str) -> tuple[object, int]:
+    def scalar(self, pos: int, end: int) -> tuple[object, int]:
         """An unquoted value: up to the next top-level delimiter."""
         text = self.text
-        q = pos
-        while q < end and text[q] not in stops:
-            if text.startswith(_DELIM, q):
-                break
-            q += 1
-        word = text[pos:q].strip(_WS)
+        found = (_SCALAR_END_IN_PARENS if self.in_parens else _SCALAR_END).search(text, pos, end)
+        q = found.start() if found else end
+        word = text[pos:q]
+        if word[-1:] in _WS or word[:1] in _WS:
+            word = word.strip(_WS)
+        after = q
+        if word and text[q:q + 1] == "<" and text.startswith(_DELIM, q):
+            # `city:Tokyo<|"|>}`: a closing delimiter for a string never opened; it closes nothing
+            following = self.skip_ws(q + len(_DELIM), end)
+            if following >= end or text[following] in ",}]" or text[following] == ")" and self.in_parens:
+                self.note("stray-delimiter", _STRAY_DELIMITER, q,
+                          end=q + len(_DELIM))
+                after = q + len(_DELIM)
         if word in _LITERALS:
-            return _LITERALS[word], q
+            return _LITERALS[word], after
+        if word.isdigit() and len(word) <= 600 and word.isascii():
+            return int(word), after
         if _looks_numeric(word):
+            digits = len(word) - (word[:1] in "+-")
+            if digits > _MAX_INT_DIGITS and word.lstrip("+-").isdigit():
+                self.note("number-too-long", f"an integer of {digits} digits (more than {_MAX_INT_DIGITS}) is"
+                          " refused", pos, "error", end=q)
+                raise _Abandon(self.findings())
             number = _number(word)
             if number is not None:
-                return number, q
-            self.note("malformed-number", f"`{word}` starts like a number but is not one; kept as text", pos)
-        return word, q
+                return number, after
+            self.note("malformed-number", ("`{}` starts like a number but is not one; kept as text", word[:40]), pos,
+                      end=q)
+        if _ESCAPE in word:
+            first = text.find(_ESCAPE, pos, q)
+            self.note("functiongemma-escape", f"FunctionGemma's {_ESCAPE} delimiter inside an unquoted value: kept"
+                      f" as text (Gemma 4 quotes strings with {_DELIM})", first,
+                      end=text.rfind(_ESCAPE, pos, q) + len(_ESCAPE))
+        return word, after
 
     def value(self, pos: int, end: int, stack: list) -> tuple[object, int, bool]:
         """(value, position after it, True when it opened a container now on `stack`)."""
         text = self.text
         if text.startswith(_DELIM, pos):
-            value, after = self.delimited(pos, end, [c["closer"] for c in stack])
+            value, after = self.delimited(pos, end, stack)
             return value, after, False
         ch = text[pos]
         if ch in "\"'":
@@ -191,93 +334,150 @@ class _Decoder:
         if ch in "{[":
             if len(stack) >= self.max_depth:
                 self.note("too-deep", f"nesting deeper than {self.max_depth} levels", pos, "error")
-                raise _Abandon(self.diagnostics)
+                raise _Abandon(self.findings())
             container = {} if ch == "{" else []
-            stack.append({"value": container, "closer": "}" if ch == "{" else "]", "key": None, "count": 0})
+            stack.append({"value": container, "closer": "}" if ch == "{" else "]", "count": 0, "start": pos})
             return container, pos + 1, True
-        closers = "".join(c["closer"] for c in stack)
-        value, after = self.scalar(pos, end, "," + closers + "}]")
+        value, after = self.scalar(pos, end)
         return value, after, False
 
     def key(self, pos: int, end: int, stack: list) -> tuple[str | None, int]:
         text = self.text
         if text.startswith(_DELIM, pos):
-            return self.delimited(pos, end, [c["closer"] for c in stack])
+            return self.delimited(pos, end, stack)
         if text[pos] in "\"'":
             return self.quoted(pos, end)
-        q = pos
-        while q < end and text[q] not in ":=,})]":
-            q += 1
-        key = text[pos:q].strip(_WS)
-        if not key or not all(c in _KEY_CHARS for c in key):
-            self.note("unreadable-key", f"`{key[:40]}` cannot be a key: the arguments cannot be read safely", pos, "error")
-            raise _Abandon(self.diagnostics)
+        found = _KEY_END.search(text, pos, end)
+        q = found.start() if found else end
+        key = text[pos:q]
+        if key[:1] in _WS or key[-1:] in _WS:
+            key = key.strip(_WS)
+        if not _KEY.fullmatch(key):
+            self.note("unreadable-key", f"`{key[:40]}` cannot be a key: the arguments cannot be read safely", pos,
+                      "error", end=q)
+            raise _Abandon(self.findings())
         return key, q
 
     def container(self, pos: int, end: int, opener: str) -> tuple[object, int]:
-        """The object (or the `(...)` shell) or list that starts at `pos`, iteratively."""
+        """The object (or the `(...)` shell) or list that starts at `pos`, iteratively.
+
+        This loop runs once per member, comma and closer of the block: it keeps its state in locals
+        (what is on top of the stack, whether it is an object) for speed on large blocks."""
         text = self.text
+        note = self.note
+        ws_run = _WS_RUN.match
+        comma_run = _COMMA_RUN.match
+        scalar_end = (_SCALAR_END_IN_PARENS if opener == "(" else _SCALAR_END).search
+        key_end = _KEY_END.search
+        key_chars = _KEY.fullmatch
         root_closer = ")" if opener == "(" else ("}" if opener == "{" else "]")
+        self.in_parens = opener == "("
         root = [] if opener == "[" else {}
-        stack = [{"value": root, "closer": root_closer, "key": None, "count": 0}]
+        stack = [{"value": root, "closer": root_closer, "count": 0, "start": pos}]
+        top, closer, is_object, count = root, root_closer, isinstance(root, dict), 0
         pos += 1
         expect_value_for = None  # the key waiting for its value, in an object
+        key_start = pos
         after_comma = False
-        while stack:
-            top = stack[-1]
-            pos = self.skip_ws(pos, end)
-            if pos >= end:
-                self.note("missing-bracket", f"missing `{top['closer']}`: the block ends first", pos)
-                stack.pop()
-                continue
-            ch = text[pos]
-            is_object = isinstance(top["value"], dict)
+        while True:
+            if pos < end:
+                ch = text[pos]
+                if ch in _WS:
+                    pos = ws_run(text, pos, end).end()
+                    ch = text[pos] if pos < end else None
+            else:
+                ch = None
+            if ch is None:
+                note("missing-bracket", ("missing `{}`: the block ends first", closer), pos)
+                ch = closer  # close it here, as if the closer were written
             if ch in "}])":
-                if ch != top["closer"]:
-                    self.note("mismatched-closer", f"`{ch}` where `{top['closer']}` closes", pos)
+                if ch != closer:
+                    note("mismatched-closer", ("`{}` where `{}` closes", ch, closer), pos, end=pos + 1)
                 if after_comma:
-                    self.note("trailing-comma", "trailing comma", pos)
+                    note("trailing-comma", "trailing comma", pos)
                 if expect_value_for is not None:
-                    self.note("missing-value", f"no value for `{expect_value_for}`", pos)
+                    note("missing-value", ("no value for `{!s:.40}`", expect_value_for), key_start, end=pos)
                     expect_value_for = None
                 stack.pop()
-                pos += 1
+                if pos < end:
+                    pos += 1
                 after_comma = False
+                if not stack:
+                    return root, pos
+                entry = stack[-1]
+                top, closer, count = entry["value"], entry["closer"], entry["count"]
+                is_object = type(top) is dict
                 continue
             if ch == ",":
-                if top["count"] == 0 or after_comma or expect_value_for is not None:
-                    self.note("empty-member", "empty member", pos)
-                expect_value_for = None
+                run = pos + 1
+                if run < end and text[run] in _COMMA_OR_WS:  # `,,, ,`: empty members after the comma
+                    run = comma_run(text, run, end).end()
+                empty_from = pos + 1
+                if expect_value_for is not None:
+                    note("missing-value", ("no value for `{!s:.40}`", expect_value_for), key_start, end=pos + 1)
+                    expect_value_for = None
+                elif count == 0 or after_comma:
+                    empty_from = pos
+                if run > empty_from and "," in text[empty_from:run]:
+                    note("empty-member", "empty member", empty_from, end=run)
                 after_comma = True
-                pos += 1
+                pos = run
                 continue
-            if top["count"] and not after_comma and expect_value_for is None:
-                self.note("missing-comma", "missing comma between members", pos)
+            if count and not after_comma and expect_value_for is None:
+                note("missing-comma", "missing comma between members", pos)
+            after_comma = False
             if is_object and expect_value_for is None:
-                key, pos = self.key(pos, end, stack)
-                pos = self.skip_ws(pos, end)
+                key_start = pos
+                if ch in _QUOTE_START:
+                    key, pos = self.key(pos, end, stack)
+                else:  # a bare key, inlined
+                    found = key_end(text, pos, end)
+                    q = found.start() if found else end
+                    key = text[pos:q]
+                    if key[-1:] in _WS:
+                        key = key.rstrip(_WS)
+                    if not key_chars(key):
+                        self.key(pos, end, stack)  # raises with the diagnostic
+                    pos = q
+                if pos < end and text[pos] in _WS:
+                    pos = ws_run(text, pos, end).end()
                 if pos < end and text[pos] in ":=":
                     if text[pos] == "=":
-                        self.note("equals", "`=` instead of `:`", pos)
+                        note("equals", "`=` instead of `:`", pos, end=pos + 1)
                     pos += 1
                     expect_value_for = key
-                    after_comma = False
                     continue
-                self.note("missing-value", f"member `{key}` has no value", pos)
-                top["count"] += 1
-                after_comma = False
+                note("missing-value", ("member `{!s:.40}` has no value", key), key_start, end=pos)
+                count += 1
                 continue
-            value, pos, opened = self.value(pos, end, stack)
+            opened = False
+            if ch in _PLAIN_START:
+                # the most frequent value, inlined: an unsigned integer ended by `,` or a closer
+                found = scalar_end(text, pos, end)
+                q = found.start() if found else end
+                word = text[pos:q]
+                if word.isdigit() and len(word) <= 600 and word.isascii() and text[q:q + 1] != "<":
+                    value, pos = int(word), q
+                else:
+                    value, pos = self.scalar(pos, end)
+            else:
+                stack[-1]["count"] = count + 1  # kept for when a container opened here closes
+                value, pos, opened = self.value(pos, end, stack)
             if is_object:
-                top["value"][expect_value_for] = value
+                if expect_value_for in top:
+                    # the last value wins, as in the grammar; the span (from the object's opener)
+                    # covers the value it replaces
+                    note("duplicate-key", ("duplicate key `{!s:.40}`: the last value wins", expect_value_for),
+                         stack[-2 if opened else -1]["start"], end=pos)
+                top[expect_value_for] = value
                 expect_value_for = None
             else:
-                top["value"].append(value)
-            top["count"] += 1
-            after_comma = False
+                top.append(value)
+            count += 1
             if opened:
-                continue
-        return root, pos
+                entry = stack[-1]
+                top, closer, count = entry["value"], entry["closer"], 0
+                is_object = type(top) is dict
 
 
 class _Abandon(Exception):
@@ -289,60 +489,104 @@ class _Abandon(Exception):
 
 
 def decode_call(block: str, *, max_depth: int = 512) -> Decoded:
-    """Decode one call block, leniently. Never raises."""
+    """Decode one call block, leniently. Never raises.
+
+    When the block holds further calls after the first (`call:a{...}call:b{...}`), the first is
+    returned with a `second-call` diagnostic spanning the rest; `decode_calls` decodes them all.
+    """
+    segments = decode_calls(block, max_depth=max_depth)
+    start, stop, decoded = segments[0]
+    if len(segments) == 1:
+        return decoded
+    lines = LineIndex(block)
+    line, column = lines.line_and_column(stop)
+    rest = Diagnostic("warning", "second-call", "another call follows in the same block; decode_calls reads it",
+                      line, column, stop, len(block))
+    found = [d for d in decoded.diagnostics if d.code != "second-call"]
+    return Decoded(decoded.call, found + [rest], decoded.complete)
+
+
+def decode_calls(block: str, *, max_depth: int = 512) -> list:
+    """Decode a call block that may hold several calls, leniently. Never raises.
+
+    Returns `(start, end, Decoded)` for each call: its part of the block, `block[start:end]`, and
+    what it decodes to (diagnostics relative to `start`). The parts tile the block. A block with no
+    call in it is one part whose `call` is None.
+    """
     try:
-        return _decode_call(block, max_depth)
-    except _Abandon as abandon:
-        return Decoded(None, abandon.diagnostics)
+        lines = LineIndex(block)
+        end = _body_end(block)
+        segments = []
+        start = 0
+        while True:
+            decoded, rest = _decode_call(block, max_depth, lines, start, end, first=not segments)
+            if rest is None:
+                segments.append((start, len(block), decoded))
+                return segments
+            segments.append((start, rest, decoded))
+            start = rest
     except Exception as exc:  # the promise is "never raises": a bug here must not crash a stream
-        return Decoded(None, [Diagnostic("error", "internal", f"reference decoder failed: {exc!r}", 1, 1, 0)])
+        return [(0, len(block), Decoded(None, [Diagnostic(
+            "error", "internal", f"reference decoder failed: {exc!r}", 1, 1, 0, len(block))], False))]
 
 
-def _decode_call(block: str, max_depth: int) -> Decoded:
-    d = _Decoder(block, max_depth)
-    text = block
-    end = len(text)
-    # the closer, or what ended the block instead
+def _body_end(text: str) -> int:
+    """Where the arguments end: before `<tool_call|>` (or what ended the block instead)."""
     tail = text.rstrip(_WS)
     if tail.endswith(tokens.TOOL_CALL_CLOSE):
-        end = len(tail) - len(tokens.TOOL_CALL_CLOSE)
-    else:
-        for marker in _STOPS:
-            if tail.endswith(marker):
-                end = len(tail) - len(marker)
-                break
-        d.note("missing-closer", f"the block is not closed by {tokens.TOOL_CALL_CLOSE}", end)
-    pos = d.skip_ws(0, end)
-    if text.startswith(tokens.TOOL_CALL_OPEN, pos):
-        pos = d.skip_ws(pos + len(tokens.TOOL_CALL_OPEN), end)
-    else:
-        d.note("missing-opener", f"the block does not start with {tokens.TOOL_CALL_OPEN}", pos)
-    if text.startswith(":", pos) and text.startswith("call", d.skip_ws(pos + 1, end)):
-        d.note("stray-colon", "stray `:` before `call:`", pos)
-        pos = d.skip_ws(pos + 1, end)
-    if not text.startswith("call", pos):
-        return Decoded(None, d.diagnostics)
-    colon = d.skip_ws(pos + 4, end)
-    if not text.startswith(":", colon):
-        return Decoded(None, d.diagnostics)
-    if colon != pos + 4:
-        d.note("spaced-head", "spaces before the `:` of `call:`", pos + 4)
-    pos = d.skip_ws(colon + 1, end)
-    q = pos
-    while q < end and text[q] not in "{(" and not text.startswith(tokens.CHANNEL_OPEN, q):
-        q += 1
-    name = text[pos:q].strip(_WS)
-    if q >= end or not _is_name(name) or text.startswith(tokens.CHANNEL_OPEN, q):
-        return Decoded(None, d.diagnostics)
-    if text[q] == "(":
-        d.note("paren-call", "call written as NAME(key=value, ...)", q)
-    arguments, after = d.container(q, end, text[q])
-    if not isinstance(arguments, dict):  # pragma: no cover - containers opened by { or ( are objects
-        return Decoded(None, d.diagnostics)
-    rest = d.skip_ws(after, end)
-    if rest < end:
-        d.note("text-after-object", "text after the arguments' closing brace ignored", rest)
-    return Decoded(ToolCall(name, arguments), sorted(d.diagnostics, key=lambda x: x.pos))
+        return len(tail) - len(tokens.TOOL_CALL_CLOSE)
+    for marker in _STOPS:
+        if tail.endswith(marker):
+            return len(tail) - len(marker)
+    return -1 - len(tail)  # not closed: encoded as a negative number (see _decode_call)
+
+
+def _decode_call(block: str, max_depth: int, lines: LineIndex, start: int, body_end: int, first: bool):
+    """(Decoded, where a further call starts or None) for the call at block[start:]."""
+    d = _Decoder(block, max_depth, lines, start)
+    text = block
+    closed = body_end >= 0
+    end = body_end if closed else -1 - body_end
+    try:
+        pos = d.skip_ws(start, end)
+        if not first:
+            d.note("second-call", "a further call in the same block", start)
+        elif text.startswith(tokens.TOOL_CALL_OPEN, pos):
+            pos = d.skip_ws(pos + len(tokens.TOOL_CALL_OPEN), end)
+        else:
+            d.note("missing-opener", f"the block does not start with {tokens.TOOL_CALL_OPEN}", pos)
+        if text.startswith(":", pos) and text.startswith("call", d.skip_ws(pos + 1, end)):
+            d.note("stray-colon", "stray `:` before `call:`", pos, end=pos + 1)
+            pos = d.skip_ws(pos + 1, end)
+        if not text.startswith("call", pos):
+            return Decoded(None, d.findings(), False), None
+        colon = d.skip_ws(pos + 4, end)
+        if not text.startswith(":", colon):
+            return Decoded(None, d.findings(), False), None
+        if colon != pos + 4:
+            d.note("spaced-head", "spaces before the `:` of `call:`", pos + 4, end=colon)
+        pos = d.skip_ws(colon + 1, end)
+        q = pos
+        while q < end and text[q] not in "{(" and not text.startswith(tokens.CHANNEL_OPEN, q):
+            q += 1
+        name = text[pos:q].strip(_WS)
+        if q >= end or not _is_name(name) or text.startswith(tokens.CHANNEL_OPEN, q):
+            return Decoded(None, d.findings(), False), None
+        if text[q] == "(":
+            d.note("paren-call", "call written as NAME(key=value, ...)", q, end=q + 1)
+        arguments, after = d.container(q, end, text[q])
+        rest = d.skip_ws(after, end)
+        further = None
+        if rest < end and text.startswith("call", rest) and text.startswith(":", d.skip_ws(rest + 4, end)):
+            further = rest
+            d.note("second-call", "another call follows in the same block", rest)
+        elif rest < end:
+            d.note("text-after-object", "text after the arguments' closing brace ignored", rest, end=end)
+        if further is None and not closed:
+            d.note("missing-closer", f"the block is not closed by {tokens.TOOL_CALL_CLOSE}", end, end=len(text))
+        return Decoded(ToolCall(name, arguments), d.findings(), d.complete), further
+    except _Abandon as abandon:
+        return Decoded(None, abandon.diagnostics, False), None
 
 
 # --- the streaming scanner ------------------------------------------------------------------------
@@ -372,7 +616,6 @@ class ReferenceScanner:
         self.mode = "text"
         self.done = False
         self.calls = 0
-        self.thought = ""
         self.armed = not strict          # a bare `call:` may open a block here
         self.block = None                # the open block, a dict
         self.pending_events = []
@@ -390,7 +633,8 @@ class ReferenceScanner:
         if self.mode == "thinking":
             return [tokens.CHANNEL_CLOSE, tokens.TOOL_CALL_OPEN, *_STOPS]
         if self.block["in_string"]:
-            return [_DELIM]
+            # a real opener ends a bare block even inside one of its strings
+            return [_DELIM, tokens.TOOL_CALL_OPEN] if self.block["bare"] else [_DELIM]
         return [_DELIM, tokens.TOOL_CALL_CLOSE, tokens.TURN_CLOSE, tokens.EOS, tokens.TOOL_CALL_OPEN,
                 tokens.TOOL_RESPONSE_OPEN]
 
@@ -408,10 +652,9 @@ class ReferenceScanner:
         events = self._run(final=True)
         self.done = True
         if self.mode == "thinking":
-            events.append(ThinkingEnd(self.thought, (self.offset, self.offset)))
-            self.thought = ""
+            events.append(ThinkingEnd((self.offset, self.offset)))
         elif self.mode == "call":
-            self._close_block(events, self.offset, closed=False)
+            self._close_block(events, self.offset, closed=False, at_end=True)
         return events
 
     # --- the loop -------------------------------------------------------------------------------
@@ -429,11 +672,12 @@ class ReferenceScanner:
                 if not rest and not final:
                     self._emit(events, self._take(len(self.buf)))
                     break
-                if rest.startswith(tokens.CALL_KEYWORD):
+                head = self._bare_head(rest, final)
+                if head == "open":
                     self._emit(events, self._take(stripped))
                     self._open(events, "", bare=True)
                     continue
-                if rest and tokens.CALL_KEYWORD.startswith(rest) and not final:
+                if head == "wait":
                     self._emit(events, self._take(stripped))
                     break
                 if rest:
@@ -456,6 +700,19 @@ class ReferenceScanner:
             self._marker(events, marker)
         return events
 
+    def _bare_head(self, rest: str, final: bool) -> str:
+        """"open" when `rest` starts with `call:NAME{` (or `(`) within the head limit, "wait" when
+        more input could still make it so, "no" otherwise."""
+        keyword = tokens.CALL_KEYWORD
+        if not rest.startswith(keyword):
+            return "wait" if rest and keyword.startswith(rest) and not final else "no"
+        window = rest[: self._HEAD_LIMIT]
+        for at, ch in enumerate(window):
+            if at >= len(keyword) and ch in "{(<":
+                name = window[len(keyword):at].strip(_WS)
+                return "open" if ch != "<" and _is_name(name) else "no"
+        return "wait" if not final and len(window) == len(rest) < self._HEAD_LIMIT else "no"
+
     def _partial(self, markers, best):
         """Where the held-back suffix starts: from a `<` whose tail could still grow into a marker
         (or into a longer marker than the one found there)."""
@@ -476,7 +733,6 @@ class ReferenceScanner:
         if self.mode == "text":
             events.append(Text(piece, (start, self.offset)))
         elif self.mode == "thinking":
-            self.thought += piece
             events.append(ThinkingDelta(piece, (start, self.offset)))
         else:
             self._grow(events, piece, start)
@@ -491,27 +747,24 @@ class ReferenceScanner:
             elif marker == tokens.TOOL_CALL_CLOSE:
                 self._grow(events, self._take(len(marker)), start)
                 self._close_block(events, self.offset, closed=True)
-            else:  # ends an unclosed block; read again in text
+            else:  # ends an unclosed block; read again in text (an opener, too, inside a bare block's string)
                 self._close_block(events, start, closed=False)
             return
         self.armed = False
         if marker == tokens.TOOL_CALL_OPEN:
             if mode == "thinking":
-                events.append(ThinkingEnd(self.thought, (start, start)))
-                self.thought = ""
+                events.append(ThinkingEnd((start, start)))
             self._take(len(marker))
             self._open(events, marker)
         elif marker in _STOPS:
             if mode == "thinking":
-                events.append(ThinkingEnd(self.thought, (start, start)))
-                self.thought = ""
+                events.append(ThinkingEnd((start, start)))
                 self.mode = "text"
             self._take(len(marker))
             events.append(Stop(marker, (start, self.offset)))
         elif marker == tokens.CHANNEL_CLOSE:
             self._take(len(marker))
-            events.append(ThinkingEnd(self.thought, (start, self.offset)))
-            self.thought = ""
+            events.append(ThinkingEnd((start, self.offset)))
             self.mode = "text"
             self.armed = not self.strict
         else:  # a thought opener
@@ -524,7 +777,7 @@ class ReferenceScanner:
         self.mode = "call"
         self.armed = False
         self.block = {"text": opener, "start": self.offset - len(opener), "id": self.id_factory(), "size": len(opener),
-                      "in_string": False, "head_end": None, "head_done": bare, "bare": bare}
+                      "in_string": False, "head": opener, "head_end": None, "head_done": bare, "bare": bare}
 
     def _grow(self, events, piece: str, start: int) -> None:
         block = self.block
@@ -534,19 +787,20 @@ class ReferenceScanner:
             block["text"] = (block["text"] + piece)[: self.max_block_chars + 1]
         if block["head_done"]:
             return
-        brace = block["text"].find("{", before)
-        if brace < 0 or brace >= self._HEAD_LIMIT:
-            if block["size"] >= self._HEAD_LIMIT:
+        block["head"] = (block["head"] + piece)[: self._HEAD_LIMIT]
+        brace = block["head"].find("{")
+        if brace < 0:
+            if len(block["head"]) >= self._HEAD_LIMIT:
                 block["head_done"] = True
             return
         block["head_done"] = True
-        head = block["text"][len(tokens.TOOL_CALL_OPEN):brace].strip(_WS)
+        head = block["head"][len(tokens.TOOL_CALL_OPEN):brace].strip(_WS)
         if head.startswith(tokens.CALL_KEYWORD) and _is_name(head[len(tokens.CALL_KEYWORD):].strip(_WS)):
             block["head_end"] = block["start"] + brace + 1
             events.append(ToolCallStart(block["id"], self.calls, head[len(tokens.CALL_KEYWORD):].strip(_WS),
                                         (block["start"], block["head_end"])))
 
-    def _close_block(self, events, end: int, closed: bool) -> None:
+    def _close_block(self, events, end: int, closed: bool, at_end: bool = False) -> None:
         block, self.block = self.block, None
         self.mode = "text"
         span = (block["head_end"] if block["head_end"] is not None else block["start"], end)
@@ -560,18 +814,26 @@ class ReferenceScanner:
             events.append(ToolCallError(block["id"], self._index(), raw,
                                         f"the block is not closed by {tokens.TOOL_CALL_CLOSE}", span))
             return
-        decoded = decode_call(raw, max_depth=self.max_depth)
-        if decoded.call is None and block["bare"]:
+        segments = decode_calls(raw, max_depth=self.max_depth)
+        if segments[0][2].call is None and block["bare"]:
             events.append(Text(raw, span))
             return
-        index = self._index()
-        if decoded.call is None or self.strict and decoded.diagnostics:
-            message = decoded.diagnostics[0].message if decoded.diagnostics else "no call head"
-            events.append(ToolCallError(block["id"], index, raw, message, span))
-            return
-        recovered = block["bare"] or any(d.code != "missing-closer" for d in decoded.diagnostics)
-        events.append(ToolCallEnd(block["id"], index, decoded.call.name, decoded.call.arguments, raw,
-                                  decoded.diagnostics, recovered, span))
+        for number, (begin, finish, decoded) in enumerate(segments):
+            call_id = block["id"] if number == 0 else self.id_factory()
+            where = (span[0] if number == 0 else block["start"] + begin, block["start"] + finish)
+            part = raw[begin:finish]
+            index = self._index()
+            if decoded.call is None or self.strict and decoded.diagnostics:
+                message = decoded.diagnostics[0].message if decoded.diagnostics else "no call head"
+                events.append(ToolCallError(call_id, index, part, message, where))
+                continue
+            if number == len(segments) - 1 and not closed and (at_end and not block["bare"] or not decoded.complete):
+                events.append(ToolCallError(call_id, index, part, "not closed, and possibly cut off", where,
+                                            decoded.call.name, decoded.call.arguments, decoded.diagnostics))
+                continue
+            recovered = bool(decoded.diagnostics) or not closed or block["bare"]
+            events.append(ToolCallEnd(call_id, index, decoded.call.name, decoded.call.arguments, part,
+                                      decoded.diagnostics, recovered, where))
 
     def _index(self) -> int:
         self.calls += 1

@@ -72,12 +72,8 @@ def cmd_parse(args) -> int:
             "errors": [{"id": e.id, "raw": e.raw, "error": e.error} for e in result.errors],
         }, ensure_ascii=False))
     elif args.format == "openai":
-        message = {"role": "assistant", "content": result.text or None}
-        if result.thinking:
-            message["reasoning_content"] = "\n".join(result.thinking)
-        if result.calls:
-            message["tool_calls"] = [c.to_openai() for c in result.calls]
-        print(json.dumps(message, ensure_ascii=False))
+        # failed blocks stay in the content and are listed beside it; recovered calls are marked
+        print(json.dumps(result.to_openai(), ensure_ascii=False))
     return 1 if result.errors else 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
-from gemma4_lark.events import Event, Stop, Text, ThinkingEnd, ToolCallEnd, ToolCallError
+from gemma4_lark.events import Event, Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError
 from .parser import StreamParser
 
 
@@ -33,15 +33,46 @@ class ParsedOutput:
     stop: str | None = None
     events: list[Event] = field(default_factory=list, repr=False)
 
+    def to_openai(self) -> dict:
+        """The output as an OpenAI chat-completions assistant message.
+
+        Nothing is passed off silently: a block that failed is not a call, so its raw text stays
+        in `content` where the model wrote it, and it is listed in `tool_call_errors` (id, index,
+        error, raw and what could be decoded); a recovered call is in `tool_calls` marked
+        `"recovered": true` with its diagnostics (see `ToolCallEnd.to_openai`). The two extra keys
+        appear only when there is something in them.
+        """
+        content = "".join(e.text if isinstance(e, Text) else e.raw for e in self.events
+                          if isinstance(e, (Text, ToolCallError)))
+        message: dict = {"role": "assistant", "content": content or None}
+        if self.thinking:
+            message["reasoning_content"] = "\n".join(self.thinking)
+        if self.calls:
+            message["tool_calls"] = [c.to_openai() for c in self.calls]
+        if self.errors:
+            message["tool_call_errors"] = [
+                {"id": e.id, "index": e.index, "error": e.error, "raw": e.raw, "name": e.name, "partial": e.partial}
+                for e in self.errors]
+        return message
+
 
 def collect(events: Iterable[Event]) -> ParsedOutput:
-    """The events of a whole stream gathered into a ParsedOutput. Raises nothing for events of a
-    stream."""
+    """The events of a whole stream gathered into a ParsedOutput: the thoughts are assembled from
+    their deltas. Raises nothing for events of a stream."""
     events = list(events)
     stops = [e.marker for e in events if isinstance(e, Stop)]
+    thinking, thought = [], None
+    for event in events:
+        if isinstance(event, ThinkingStart):
+            thought = []
+        elif isinstance(event, ThinkingDelta) and thought is not None:
+            thought.append(event.text)
+        elif isinstance(event, ThinkingEnd):
+            thinking.append("".join(thought or ()))
+            thought = None
     return ParsedOutput(
         text="".join(e.text for e in events if isinstance(e, Text)),
-        thinking=[e.text for e in events if isinstance(e, ThinkingEnd)],
+        thinking=thinking,
         calls=[e for e in events if isinstance(e, ToolCallEnd)],
         errors=[e for e in events if isinstance(e, ToolCallError)],
         stop=stops[0] if stops else None,

@@ -6,28 +6,35 @@ strict, by the lenient decoder when one is available.
 
 How the cost stays linear: each chunk is scanned once, from where the last scan stopped. The only
 text scanned twice is a held-back suffix that could still become a marker (shorter than the longest
-marker), re-read with the next chunk. An open call block is kept as a list of pieces, joined once
-when it closes, so a block arriving in tiny chunks costs no repeated copying.
+marker) or the head of a bare call (at most `_MAX_HEAD` characters), re-read with the next chunk.
+An open call block is kept as a list of pieces, small pieces joined every `_COMPACT_EVERY` so the list
+holds few objects (a block of 1-character chunks would otherwise cost a `str` object per character),
+and joined once more when it closes.
+
+Memory: the open block (at most `max_block_chars` kept) and a bounded hold-back; a thought is not
+kept at all once its deltas are out (`ThinkingEnd` carries no text).
 """
 
 from __future__ import annotations
 
 import functools
+import re
 import secrets
 
 import gemma4_lark
 from gemma4_lark import tokens
-from gemma4_lark.diagnostics import Diagnostic, line_and_column
+from gemma4_lark.diagnostics import Diagnostic
 from gemma4_lark.errors import GemmaSyntaxError
-from gemma4_lark.reference import decode_call
+from gemma4_lark.reference import decode_calls
 from gemma4_lark.grammar import terminal_pattern
 
 from gemma4_lark.events import (
     Event, Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
 )
 
-# States. _STRING is inside a `<|"|>` string of a call block, where only the delimiter counts.
-_TEXT, _THINKING, _CALL, _STRING = "text", "thinking", "call", "string"
+# States. _STRING is inside a `<|"|>` string of a call block, where only the delimiter counts;
+# _BARE_STRING inside a string of a bare block, where a real `<|tool_call>` ends the block too.
+_TEXT, _THINKING, _CALL, _STRING, _BARE_STRING = "text", "thinking", "call", "string", "bare-string"
 
 _THOUGHT_OPENERS = (tokens.THOUGHT_OPEN, tokens.THOUGHT_OPEN[:-1])  # the newline is optional
 _STOPS = (tokens.TOOL_RESPONSE_OPEN, tokens.TURN_CLOSE, tokens.EOS)
@@ -36,6 +43,11 @@ _STOPS = (tokens.TOOL_RESPONSE_OPEN, tokens.TURN_CLOSE, tokens.EOS)
 _CALL_ENDS = (tokens.TOOL_CALL_CLOSE, tokens.TURN_CLOSE, tokens.EOS, tokens.TOOL_CALL_OPEN, tokens.TOOL_RESPONSE_OPEN)
 # How far into a block to look for the `{` that completes `call:NAME{`.
 _MAX_HEAD = 256
+# After this many small pieces, the open block's pieces are joined into one: amortized linear, and
+# the piece list stays short whatever the chunking.
+_COMPACT_EVERY = 256
+# What ends the head of a bare call: its arguments' opener, or a `<` (no name holds one).
+_BARE_HEAD_END = re.compile(r"[{(<]")
 
 
 def default_id_factory() -> str:
@@ -57,6 +69,7 @@ def _scan_table(parse_thinking: bool) -> dict:
         _THINKING: _by_length((tokens.CHANNEL_CLOSE, tokens.TOOL_CALL_OPEN) + _STOPS),
         _CALL: _by_length(_CALL_ENDS + (tokens.STRING_DELIMITER,)),
         _STRING: (tokens.STRING_DELIMITER,),
+        _BARE_STRING: _by_length((tokens.STRING_DELIMITER, tokens.TOOL_CALL_OPEN)),
     }
     table = {}
     for state, markers in markers_of.items():
@@ -90,20 +103,19 @@ class StreamParser:
         self._pos = 0           # stream offset of the start of `_pending`
         self._finished = False
         # Bare-call recovery (not strict): at the start of the output, or right after a thought's
-        # `<channel|>`, a `call:` with no `<|tool_call>` before it opens a block (tokenizers that
+        # `<channel|>`, `call:NAME{` with no `<|tool_call>` before it opens a block (tokenizers that
         # skip special tokens strip the opener). Anywhere else `call:` is prose.
         self._armed = not strict
         self._bare = False
         self._call_count = 0
-        # the open thought
-        self._thought: list[str] = []
         # the open call block
-        self._block: list[str] = []
+        self._block: list[str] = []   # joined pieces, then at most _COMPACT_EVERY small ones
+        self._small = 0                # small pieces at the end of _block
         self._block_start = 0
         self._block_size = 0
         self._block_id = ""
+        self._head = ""         # the block's first _MAX_HEAD characters, until its head is decided
         self._head_end = -1     # stream offset just after `call:NAME{`, once seen
-        self._head_scanned = 0
         self._oversized = False
         if start_in_thinking and parse_thinking:
             self._state = _THINKING
@@ -135,7 +147,6 @@ class StreamParser:
             if state is _TEXT:
                 return [Text(chunk, (start, end))]
             if state is _THINKING:
-                self._thought.append(chunk)
                 return [ThinkingDelta(chunk, (start, end))]
             events = []
             self._add_to_block(chunk, start, events)
@@ -159,8 +170,8 @@ class StreamParser:
         self._finished = True
         if self._state == _THINKING:
             self._end_thinking(events, self._pos, self._pos)
-        elif self._state in (_CALL, _STRING):
-            self._end_block(events, self._pos, closed=False)
+        elif self._state in (_CALL, _STRING, _BARE_STRING):
+            self._end_block(events, self._pos, closed=False, at_end=True)
         return events
 
     # --- scanning -------------------------------------------------------------------------------
@@ -186,26 +197,23 @@ class StreamParser:
                 k = i
                 while k < n and data[k] in " \t\r\n":
                     k += 1
-                if k < n or final:
-                    bare = tokens.CALL_KEYWORD
-                    if data.startswith(bare, k):
-                        if i < k:
-                            self._consume(data, i, k, base, events)
-                        self._open_block("", base + k, bare=True)
-                        i = k
-                        continue
-                    if not final and bare.startswith(data[k:]) and k < n:
-                        if i < k:
-                            self._consume(data, i, k, base, events)
+                if k == n and not final:  # only whitespace so far: emit it, stay armed
+                    if i < k:
+                        self._consume(data, i, k, base, events)
+                    i = n
+                    break
+                verdict = self._bare_head(data, k, final)
+                if verdict is not None:
+                    if i < k:
+                        self._consume(data, i, k, base, events)
+                    if verdict == "hold":
                         self._pending = data[k:]
                         self._pos = base + k
                         return
-                    if k < n:
-                        self._armed = False
-                elif not final:  # only whitespace so far: emit it, stay armed
-                    self._consume(data, i, n, base, events)
-                    i = n
-                    break
+                    self._open_block("", base + k, bare=True)
+                    i = k
+                    continue
+                self._armed = False
             by_second, prefixes, longest = self._scan_table[self._state]
             j = find("<", i)
             found = None
@@ -229,15 +237,31 @@ class StreamParser:
         self._pending = ""
         self._pos = base + n
 
+    @staticmethod
+    def _bare_head(data: str, k: int, final: bool):
+        """At data[k], where a bare call may start: "open" when `call:NAME{` (or `(`) is there,
+        "hold" when more input is needed to tell, None when it is not a call. The decision reads at
+        most _MAX_HEAD characters, the same whatever the chunking."""
+        keyword = tokens.CALL_KEYWORD
+        n = len(data)
+        if not data.startswith(keyword, k):
+            return "hold" if not final and keyword.startswith(data[k:]) else None
+        limit = min(n, k + _MAX_HEAD)
+        found = _BARE_HEAD_END.search(data, k + len(keyword), limit)
+        if found is None:
+            return "hold" if not final and limit == n and n - k < _MAX_HEAD else None
+        if found.group() == "<":
+            return None
+        name = data[k + len(keyword):found.start()].strip(" \t\r\n")
+        return "open" if terminal_pattern("NAME").fullmatch(name) else None
+
     def _consume(self, data: str, i: int, j: int, base: int, events: list) -> None:
         """data[i:j] (not empty) holds no marker: emit it or add it to the open block."""
         state = self._state
         if state == _TEXT:
             events.append(Text(data[i:j], (base + i, base + j)))
         elif state == _THINKING:
-            piece = data[i:j]
-            self._thought.append(piece)
-            events.append(ThinkingDelta(piece, (base + i, base + j)))
+            events.append(ThinkingDelta(data[i:j], (base + i, base + j)))
         else:
             self._add_to_block(data[i:j], base + i, events)
 
@@ -246,13 +270,18 @@ class StreamParser:
         start = base + j
         end = start + len(marker)
         state = self._state
-        if state is _STRING:  # the only marker here: the string's closing delimiter
-            self._state = _CALL
-            self._add_to_block(marker, start, events)
-            return j + len(marker)
+        if state is _STRING or state is _BARE_STRING:
+            if marker == tokens.STRING_DELIMITER:  # the string's closing delimiter
+                self._state = _CALL
+                self._add_to_block(marker, start, events)
+                return j + len(marker)
+            # a real `<|tool_call>` inside a string of a bare block: the bare block was a guess,
+            # the opener is not; it ends the guess and opens its own block
+            self._end_block(events, start, closed=False)
+            return j
         if state is _CALL:
             if marker == tokens.STRING_DELIMITER:
-                self._state = _STRING
+                self._state = _BARE_STRING if self._bare else _STRING
                 self._add_to_block(marker, start, events)
                 return j + len(marker)
             if marker == tokens.TOOL_CALL_CLOSE:
@@ -285,8 +314,7 @@ class StreamParser:
 
     # --- thinking -------------------------------------------------------------------------------
     def _end_thinking(self, events: list, start: int, end: int) -> None:
-        events.append(ThinkingEnd("".join(self._thought), (start, end)))
-        self._thought = []
+        events.append(ThinkingEnd((start, end)))
         self._state = _TEXT
 
     # --- call blocks ----------------------------------------------------------------------------
@@ -295,95 +323,138 @@ class StreamParser:
         self._armed = False
         self._bare = bare
         self._block = [opener] if opener else []
+        self._small = len(self._block)
         self._block_start = start
         self._block_size = len(opener)
         self._block_id = self._new_id()
+        self._head = "" if bare else opener  # a bare block emits no tool_call_start: no head to find
         self._head_end = -1
-        self._head_scanned = len(opener)
         self._oversized = False
 
     def _add_to_block(self, piece: str, start: int, events: list) -> None:
+        if self._head:
+            self._find_head(piece, start, events)
         self._block_size += len(piece)
         if self._oversized:
             return
-        self._block.append(piece)
-        if self._head_end < 0 and self._head_scanned < _MAX_HEAD and not self._bare:
-            self._find_head(piece, start, events)
+        block = self._block
+        block.append(piece)
+        self._small += 1
         if self._block_size > self.max_block_chars:
             self._oversized = True
-            kept = "".join(self._block)[: self.max_block_chars]
-            self._block = [kept]
+            self._block = ["".join(block)[: self.max_block_chars]]
+            self._small = 0
+        elif self._small >= _COMPACT_EVERY:
+            # join the small pieces at the end into one (each character is copied O(1) times
+            # more: a joined piece is never small again)
+            tail = "".join(block[-self._small:])
+            del block[-self._small:]
+            block.append(tail)
+            self._small = 0
 
     def _find_head(self, piece: str, start: int, events: list) -> None:
-        """Emit tool_call_start once `call:NAME{` is complete (its `{` within the block's first
-        _MAX_HEAD characters)."""
-        offset = self._block_size - len(piece)  # where `piece` starts in the block
-        brace = piece.find("{")
-        if brace < 0 or offset + brace >= _MAX_HEAD:
-            self._head_scanned = offset + len(piece)
+        """Emit tool_call_start once `call:NAME{` is complete, its `{` within the block's first
+        _MAX_HEAD characters. Independent of `max_block_chars` and of the chunking."""
+        offset = len(self._head)  # where `piece` starts in the block
+        head = self._head + piece[: _MAX_HEAD - offset]
+        brace = head.find("{", offset)
+        if brace < 0:
+            self._head = head if len(head) < _MAX_HEAD else ""
             return
-        self._head_scanned = _MAX_HEAD  # look no further
-        head = "".join(self._block)[len(tokens.TOOL_CALL_OPEN): offset + brace].strip(" \t\r\n")
-        if not head.startswith(tokens.CALL_KEYWORD):
+        self._head = ""  # decided
+        words = head[len(tokens.TOOL_CALL_OPEN): brace].strip(" \t\r\n")
+        if not words.startswith(tokens.CALL_KEYWORD):
             return
-        name = head[len(tokens.CALL_KEYWORD):].strip(" \t\r\n")
+        name = words[len(tokens.CALL_KEYWORD):].strip(" \t\r\n")
         if not terminal_pattern("NAME").fullmatch(name):
             return
-        self._head_end = start + brace + 1
+        self._head_end = start + (brace - offset) + 1
         events.append(ToolCallStart(self._block_id, self._call_count, name, (self._block_start, self._head_end)))
 
-    def _end_block(self, events: list, end: int, closed: bool) -> None:
+    def _end_block(self, events: list, end: int, closed: bool, at_end: bool = False) -> None:
+        """The open block is over: at `<tool_call|>` (`closed`), at a marker that ends it unclosed,
+        or at the end of the stream (`at_end`). Whatever happens while decoding it, its events come
+        out and the parser carries on: a failure of the decoders is a tool_call_error."""
         self._state = _TEXT
         raw = "".join(self._block)
         self._block = []
+        self._small = 0
+        self._head = ""
+        bare, self._bare = self._bare, False
         start = self._head_end if self._head_end >= 0 else self._block_start
         span = (start, end)
-        if self._bare:
-            # recovered only when it decodes to a call; otherwise it was prose after all
-            self._bare = False
-            decoded = decode_call(raw, max_depth=self.max_depth)
-            if decoded.call is None:
-                events.append(Text(raw, span))
-                return
-            events.append(ToolCallEnd(self._block_id, self._next_index(), decoded.call.name, decoded.call.arguments,
-                                      raw, decoded.diagnostics, True, span))
-            return
-        index = self._next_index()
         if self._oversized:
             events.append(ToolCallError(
-                self._block_id, index, raw,
+                self._block_id, self._next_index(), raw,
                 f"block exceeds {self.max_block_chars} characters ({self._block_size}); raw holds the first"
                 f" {self.max_block_chars}", span))
             return
-        events.append(self._decode(raw, closed, index, span))
+        try:
+            decoded = self._decode(raw, closed, at_end, bare, span)
+        except Exception as exc:  # noqa: BLE001 - a decoder's bug must not lose the stream
+            decoded = [ToolCallError(self._block_id, self._call_count, raw,
+                                     f"the block could not be decoded ({type(exc).__name__}: {str(exc)[:200]})", span)]
+        for event in decoded:
+            if isinstance(event, (ToolCallEnd, ToolCallError)):
+                self._call_count += 1
+        events.extend(decoded)
 
     def _next_index(self) -> int:
         index = self._call_count
         self._call_count += 1
         return index
 
-    def _decode(self, raw: str, closed: bool, index: int, span: tuple):
-        """The strict parser first; when it rejects the block and this parser is not strict, the
-        lenient decoder, with the grammar's error and each recovery as diagnostics."""
-        diagnostics = []
-        text = raw
-        if not closed:
-            if self.strict:
-                return ToolCallError(self._block_id, index, raw, f"the block is not closed by {tokens.TOOL_CALL_CLOSE}", span)
-            text = raw + tokens.TOOL_CALL_CLOSE
-            line, column = line_and_column(raw, len(raw))
-            diagnostics.append(Diagnostic(
-                "warning", "missing-closer", f"the block is not closed by {tokens.TOOL_CALL_CLOSE}", line, column, len(raw)))
-        try:
-            call = gemma4_lark.parse_call(text, max_depth=self.max_depth)
-        except GemmaSyntaxError as err:
-            message = str(err).split("\n", 1)[0]
-            if self.strict or "nesting deeper" in err.message:
-                return ToolCallError(self._block_id, index, raw, message, span)
-            decoded = decode_call(raw, max_depth=self.max_depth)
+    def _decode(self, raw: str, closed: bool, at_end: bool, bare: bool, span: tuple) -> list:
+        """The block's events. The strict parser first; when it rejects the block and this parser is
+        not strict, the lenient decoder, with the grammar's error and each recovery as diagnostics.
+
+        A block not closed by `<tool_call|>` is never a plain success: at the end of the stream it
+        is an error (it may have been cut off), and before a marker that ended it, a recovered call
+        only when its arguments are complete (lenient), else an error."""
+        index = self._call_count
+        syntax = None
+        if closed and not bare:
+            try:
+                call = gemma4_lark.parse_call(raw, max_depth=self.max_depth)
+            except GemmaSyntaxError as err:
+                message = str(err).split("\n", 1)[0]
+                if self.strict or "nesting deeper" in err.message:
+                    return [ToolCallError(self._block_id, index, raw, message, span)]
+                syntax = Diagnostic("error", "syntax", err.message, err.line, err.column, err.pos)
+            else:
+                warnings = []
+                if "<escape>" in raw:  # valid, but FunctionGemma's delimiter: say so
+                    _, _, read = decode_calls(raw, max_depth=self.max_depth)[0]
+                    warnings = [d for d in read.diagnostics if d.code == "functiongemma-escape"]
+                return [ToolCallEnd(self._block_id, index, call.name, call.arguments, raw, warnings, False, span)]
+        segments = decode_calls(raw, max_depth=self.max_depth)
+        if bare and segments[0][2].call is None:
+            return [Text(raw, (self._block_start, span[1]))]  # the bare guess was prose after all
+        out = []
+        base = self._block_start
+        for number, (begin, finish, decoded) in enumerate(segments):
+            call_id = self._block_id if number == 0 else self._new_id()
+            part = raw if len(segments) == 1 else raw[begin:finish]
+            where = (span[0] if number == 0 else base + begin, base + finish)
+            diagnostics = ([syntax] if syntax and number == 0 else []) + decoded.diagnostics
+            last = number == len(segments) - 1
+            problem = None
             if decoded.call is None:
-                return ToolCallError(self._block_id, index, raw, message, span)
-            syntax = Diagnostic("error", "syntax", err.message, err.line, err.column, err.pos)
-            return ToolCallEnd(self._block_id, index, decoded.call.name, decoded.call.arguments, raw,
-                               [syntax] + decoded.diagnostics, True, span)
-        return ToolCallEnd(self._block_id, index, call.name, call.arguments, raw, diagnostics, False, span)
+                errors = [d.message for d in decoded.diagnostics if d.severity == "error"]
+                problem = syntax.message if syntax else (errors[0] if errors else f"no `{tokens.CALL_KEYWORD}NAME` head")
+            elif last and not closed:
+                if self.strict:
+                    problem = f"the block is not closed by {tokens.TOOL_CALL_CLOSE}"
+                elif at_end and not bare:
+                    problem = (f"the block is not closed by {tokens.TOOL_CALL_CLOSE} when the stream ends: it may"
+                               " be cut off")
+                elif not decoded.complete:
+                    problem = f"the block is not closed by {tokens.TOOL_CALL_CLOSE}, and its arguments are cut off"
+            if problem is None:
+                out.append(ToolCallEnd(call_id, index + number, decoded.call.name, decoded.call.arguments, part,
+                                       diagnostics, True, where))
+            else:
+                call = decoded.call
+                out.append(ToolCallError(call_id, index + number, part, problem, where,
+                                         call.name if call else None, call.arguments if call else None, diagnostics))
+        return out

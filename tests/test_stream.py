@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from gemma4_incremental import (
-    StreamParser, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, parse_output,
+    StreamParser, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, collect, parse_output,
 )
 
 from stream_helpers import assert_tiles, counter_ids, merged, run, split_every
@@ -68,11 +68,11 @@ def test_thinking_with_and_without_newline_and_empty():
     assert out.thinking == ["plan", "none", ""] and out.text == "ABC"
 
 
-def test_thinking_end_holds_the_whole_thought():
+def test_the_thought_is_its_deltas_and_the_parser_keeps_none_of_it():
     events = run(split_every("<|channel>thought\nstep one, step two<channel|>", 4))
     [end] = [e for e in events if isinstance(e, ThinkingEnd)]
-    assert end.text == "step one, step two"
-    assert "".join(e.text for e in events if e.type == "thinking_delta") == end.text
+    assert not hasattr(end, "text") and end.to_dict() == {"type": "thinking_end", "span": [36, 46]}
+    assert collect(events).thinking == ["step one, step two"]
 
 
 def test_start_in_thinking():
@@ -118,25 +118,41 @@ def test_injected_id_factory_makes_output_reproducible():
 def test_call_closed_by_a_stop_marker_is_recovered(marker):
     out = parse_output("<|tool_call>call:gdb{args:" + D + "-batch -ex run" + D + "}" + marker)
     [call] = out.calls
-    assert call.arguments == {"args": "-batch -ex run"}
+    assert call.arguments == {"args": "-batch -ex run"} and call.recovered
     assert [d.code for d in call.diagnostics] == ["missing-closer"]
     assert out.stop == marker
 
 
-def test_call_cut_by_end_of_stream_is_recovered_when_complete():
-    out = parse_output("<|tool_call>call:bash{command:" + D + "pytest" + D + "}")
-    assert out.calls[0].arguments == {"command": "pytest"}
-
-
-def test_cut_off_call_is_recovered_leniently_and_refused_strictly():
-    text = "Before <|tool_call>call:get_weather{location:" + D + "Tok"
-    out = parse_output(text)
-    [call] = out.calls
-    assert out.text == "Before " and call.arguments == {"location": "Tok"} and call.recovered
-    assert [d.code for d in call.diagnostics] == ["syntax", "unterminated-string", "missing-closer", "missing-bracket"]
-    out = parse_output(text, strict=True)
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_block_unclosed_at_the_end_of_the_stream_is_an_error_even_when_complete(strict):
+    out = parse_output("<|tool_call>call:bash{command:" + D + "pytest" + D + "}", strict=strict)
     [error] = out.errors
-    assert out.calls == [] and error.raw == text[len("Before "):] and "not closed" in error.error
+    assert out.calls == [] and error.name == "bash" and error.partial == {"command": "pytest"}
+    assert "not closed" in error.error
+
+
+@pytest.mark.parametrize("strict", [False, True])
+@pytest.mark.parametrize("size", [1, 4, 1000])
+def test_a_stream_cut_inside_a_string_is_never_a_call(strict, size):
+    text = "Before <|tool_call>call:run{command:" + D + "rm -rf /tmp/build"
+    events = run(split_every(text, size), strict=strict)
+    out = collect(events)
+    [error] = out.errors
+    assert out.calls == [] and out.text == "Before " and error.raw == text[len("Before "):]
+    assert error.name == "run" and error.partial == {"command": "rm -rf /tmp/build"}
+    assert "unterminated-string-at-end" in [d.code for d in error.diagnostics]
+    assert_tiles(events, text)
+
+
+@pytest.mark.parametrize("marker", ["<turn|>", "<eos>", "<|tool_response>", "<|tool_call>"])
+def test_a_block_cut_inside_its_arguments_by_a_marker_is_an_error(marker):
+    out = parse_output("<|tool_call>call:run{command:" + D + "rm -rf /tmp/build" + D + "," + marker)
+    error = out.errors[0]
+    assert error.partial == {"command": "rm -rf /tmp/build"} and "missing-bracket" in [d.code for d in error.diagnostics]
+    assert out.calls == []
+    # inside a string a marker is string text: the block runs on to the end of the stream
+    out = parse_output("<|tool_call>call:run{command:" + D + "rm -rf /tmp" + marker)
+    assert out.calls == [] and out.errors[0].partial["command"].startswith("rm -rf /tmp")
 
 
 def test_undecodable_block_becomes_an_error_with_its_raw_text():

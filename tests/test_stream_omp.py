@@ -1,6 +1,6 @@
 """StreamParser against OMP's recorded streams (../shared/data/omp-stream-cases.jsonl)."""
 
-from gemma4_incremental import ToolCallEnd
+from gemma4_incremental import ToolCallEnd, collect
 
 from conftest import load_jsonl
 from stream_helpers import assert_tiles, merged, run
@@ -17,7 +17,7 @@ def test_strict_cases_match_omp():
     for case in cases:
         events = run(case["chunks"], parse_thinking=case["parseThinking"])
         text = "".join(e.text for e in events if e.type == "text")
-        thinking = [e.text for e in events if e.type == "thinking_end"]
+        thinking = collect(events).thinking
         calls = [{"name": e.name, "arguments": _numbers_by_value(e.arguments)} for e in events if isinstance(e, ToolCallEnd)]
         expected_calls = [{"name": c["name"], "arguments": _numbers_by_value(c["arguments"])} for c in case["omp"]["calls"]]
         assert (text, thinking, calls) == (case["omp"]["text"], case["omp"]["thinking"], expected_calls), case["id"]
