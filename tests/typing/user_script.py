@@ -12,7 +12,7 @@ from typing_extensions import assert_type
 
 import gemma4_lark as g
 from gemma4_incremental import (
-    Event, ParsedOutput, StreamParser, Text, ThinkingEnd, ToolCallEnd, ToolCallError, ToolCallStart, collect,
+    Event, ParsedOutput, StreamParser, Text, ThinkingDelta, ThinkingEnd, ToolCallEnd, ToolCallError, ToolCallStart, collect,
     parse_output, parse_stream,
 )
 from gemma4_lark.messages import OfficialPrompt, read_official, read_omp
@@ -68,7 +68,8 @@ for event in events:
         assert_type(event.to_openai(), dict[str, Any])
     elif isinstance(event, ToolCallError):
         assert_type(event.error, str)
-    elif isinstance(event, (Text, ThinkingEnd)):
+        assert_type(event.partial, dict[str, Any] | None)
+    elif isinstance(event, (Text, ThinkingDelta)):
         assert_type(event.text, str)
     assert_type(event.to_dict(), dict[str, Any])
 assert names == ["get_weather"]
