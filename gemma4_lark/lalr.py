@@ -20,7 +20,13 @@ test suite checks both paths agree on every input it has.
 from __future__ import annotations
 
 import lark
+from lark.lexer import LexerState, LexerThread, LineCounter
 from lark.parsers.lalr_analysis import Shift
+
+try:
+    from lark.utils import TextSlice  # lark >= 1.2.2: the lexer reads a TextSlice
+except ImportError:  # pragma: no cover - older lark lexes a str from the line counter's position
+    TextSlice = None
 
 
 class _Rejected(Exception):
@@ -57,6 +63,22 @@ def _reducer(rule, builder):
                 return method(*children)
     if len(kept) == len(rule.expansion) and not any(splice for _, splice in kept):
         return build
+    if kept and kept[0][1]:
+        # Lark writes a repetition `x*` as the left-recursive `_star: x | _star x`. Copying the
+        # list so far at every step would make n items cost O(n^2); the first child's list is
+        # this parse's own (nothing else holds it), so it grows in place instead.
+        first, rest = kept[0][0], kept[1:]
+
+        def reduce_in_place(children):
+            values = children[first]
+            for i, splice in rest:
+                if splice:
+                    values.extend(children[i])
+                else:
+                    values.append(children[i])
+            return values if build is _Spliced else build(values)
+
+        return reduce_in_place
 
     def reduce(children):
         values = []
@@ -107,21 +129,36 @@ class LeanLALR:
             keywords = {type_: retype.scanner.fullmatch for type_, retype in basic.callback.items()}
             self.lexers[state] = (scanner._mres[0].match, basic.ignore_types, keywords)
 
-    def parse(self, text: str, start: str):
-        try:
-            return self._run(text, start)
-        except _Rejected:
-            self.lark.parse(text, start=start)  # raises the precise UnexpectedInput
-            raise AssertionError(f"Lark accepts what the lean driver rejected: {text!r}") from None
+    def parse(self, text: str, start: str, pos: int = 0):
+        """The value of `text[pos:]` as the start rule `start`, without copying the text.
 
-    def _run(self, text: str, start: str):
+        Positions given to the builder and in Lark's exceptions are offsets into `text`.
+        """
+        try:
+            return self._run(text, start, pos)
+        except _Rejected:
+            self._lark_parse(text, start, pos)  # raises the precise UnexpectedInput
+            raise AssertionError(f"Lark accepts what the lean driver rejected: {text[pos:]!r}") from None
+
+    def _lark_parse(self, text: str, start: str, pos: int):
+        if not pos:
+            return self.lark.parse(text, start=start)
+        # Lark parses a slice of a text in place only when handed its lexer state; otherwise it
+        # would count the lines before `pos` (or we would copy the rest of the text) on every call.
+        line_counter = LineCounter("\n")
+        line_counter.char_pos = pos
+        view = text if TextSlice is None else TextSlice(text, pos, len(text))
+        frontend = self.lark.parser
+        thread = LexerThread(frontend.lexer, LexerState(view, line_counter))
+        return frontend.parser.parse(thread, start)
+
+    def _run(self, text: str, start: str, pos: int):
         actions = self.actions
         lexers = self.lexers
         end_state = self.end_states[start]
         state = self.start_states[start]
         state_stack = [state]
         value_stack = []
-        pos = 0
         length = len(text)
         while True:
             if pos < length:
