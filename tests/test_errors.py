@@ -89,3 +89,29 @@ def test_validate_runs_of_results_and_declarations():
     assert g.validate(declarations) == []
     [d] = g.validate(results.replace("<|tool_response>response:b", "<|tool_response>respons:b"))
     assert d.code == "syntax" and "response keyword" in d.message
+
+
+def test_a_long_line_is_shown_cut_around_the_error():
+    from gemma4_lark.diagnostics import SHOWN_LINE_CHARS
+
+    text = "<|tool_call>call:f{a:<|\"|>" + "x" * 10_000 + "<|\"|>,b:1,}<tool_call|>" + "y" * 10_000
+    with pytest.raises(g.GemmaSyntaxError) as info:
+        g.parse_call(text)
+    err = info.value
+    assert err.column == text.index(",}") + 2
+    shown, caret = str(err).split("\n")[1:]
+    assert len(shown) <= SHOWN_LINE_CHARS + 2 and shown.startswith("…") and shown.endswith("…")
+    assert shown[len(caret) - 1:].startswith("}<tool_call|>")  # the caret stands under the error
+
+
+def test_validate_reports_absolute_positions_of_many_errors():
+    from gemma4_lark.diagnostics import line_and_column
+
+    block = "<|tool_call>call:f{a:1,}<tool_call|>\n"
+    text = "Intro\n" + block * 50 + "<|tool_call>call:f{a:1,a:2}<tool_call|>"
+    diagnostics = g.validate(text)
+    assert len(diagnostics) == 51
+    for d in diagnostics:
+        assert (d.line, d.column) == line_and_column(text, d.pos)
+        assert text[d.pos] in "}a"
+    assert diagnostics[-1].code == "duplicate-key" and diagnostics[-1].line == 52
