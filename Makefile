@@ -24,6 +24,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/parse_bench.py
 	$(BIN)/python bench/stream_bench.py
 	$(BIN)/python bench/render_bench.py
+	$(BIN)/python bench/adversarial_bench.py
 
 docs: $(STAMP)
 	$(BIN)/gemma4-lark docs --out docs/spec
