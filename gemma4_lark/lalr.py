@@ -22,11 +22,16 @@ from __future__ import annotations
 import lark
 from lark.lexer import LexerState, LexerThread, LineCounter
 from lark.parsers.lalr_analysis import Shift
+from lark.parsers.lalr_parser import _Parser
 
 try:
     from lark.utils import TextSlice  # lark >= 1.2.2: the lexer reads a TextSlice
 except ImportError:  # pragma: no cover - older lark lexes a str from the line counter's position
     TextSlice = None
+
+
+def _discard(_children):
+    return None
 
 
 class _Rejected(Exception):
@@ -119,6 +124,8 @@ class LeanLALR:
                         reducers[arg] = _reducer(arg, builder)
                     entries[symbol] = (len(arg.expansion), reducers[arg], arg.origin.name)
         self.actions = actions
+        lark_parser = frontend.parser.parser
+        self._checker = _Parser(lark_parser.parse_table, dict.fromkeys(lark_parser.callbacks, _discard))
         # Per parser state: the compiled alternation of the terminals the lexer accepts there,
         # the types it ignores, and the keywords that a pattern match may turn out to be.
         self.lexers = [None] * len(table.states)
@@ -141,16 +148,15 @@ class LeanLALR:
             raise AssertionError(f"Lark accepts what the lean driver rejected: {text[pos:]!r}") from None
 
     def _lark_parse(self, text: str, start: str, pos: int):
-        if not pos:
-            return self.lark.parse(text, start=start)
-        # Lark parses a slice of a text in place only when handed its lexer state; otherwise it
-        # would count the lines before `pos` (or we would copy the rest of the text) on every call.
+        # Lark's parser, run only to find where and why the input fails, so it builds no tree
+        # (a tree of a 4 MB block costs hundreds of bytes a character). And it reads the text in
+        # place from `pos`: handed no lexer state, Lark would count the lines before `pos` (or we
+        # would copy the rest of the text) on every call.
         line_counter = LineCounter("\n")
         line_counter.char_pos = pos
         view = text if TextSlice is None else TextSlice(text, pos, len(text))
-        frontend = self.lark.parser
-        thread = LexerThread(frontend.lexer, LexerState(view, line_counter))
-        return frontend.parser.parse(thread, start)
+        thread = LexerThread(self.lark.parser.lexer, LexerState(view, line_counter))
+        return self._checker.parse(thread, start)
 
     def _run(self, text: str, start: str, pos: int):
         actions = self.actions

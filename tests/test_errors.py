@@ -115,3 +115,20 @@ def test_validate_reports_absolute_positions_of_many_errors():
         assert (d.line, d.column) == line_and_column(text, d.pos)
         assert text[d.pos] in "}a"
     assert diagnostics[-1].code == "duplicate-key" and diagnostics[-1].line == 52
+
+
+def test_an_error_at_the_end_of_a_large_block_costs_no_parse_tree():
+    # Finding why the input fails re-runs Lark's parser; it used to build a parse tree of
+    # everything before the error, over 300 bytes a character.
+    import tracemalloc
+
+    text = "<|tool_call>call:f{a:[" + "1," * 50_000 + "]}<tool_call|>"
+    g.parse_call("<|tool_call>call:f{a:[1]}<tool_call|>")  # build the parsers first
+    tracemalloc.start()
+    try:
+        with pytest.raises(g.GemmaSyntaxError):
+            g.parse_call(text)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 40 * len(text), peak / len(text)
