@@ -158,7 +158,7 @@ def _viable(exc: lark.exceptions.UnexpectedInput, candidates: set[str]) -> set[s
     if not isinstance(parser_state, ParserState):
         return candidates
     conf = copy.copy(parser_state.parse_conf)
-    conf.callbacks = {name: _ignore for name in conf.callbacks}
+    conf.callbacks = _quiet(parser_state.parse_conf.callbacks)
     viable = set()
     for name in candidates:
         trial = parser_state.copy(deepcopy_values=False)
@@ -173,6 +173,17 @@ def _viable(exc: lark.exceptions.UnexpectedInput, candidates: set[str]) -> set[s
 
 def _ignore(*_args):
     return None
+
+
+_quiet_callbacks: dict[int, tuple[dict, dict]] = {}
+
+
+def _quiet(callbacks: dict) -> dict:
+    """`callbacks` with every callback ignoring its input; made once per parser, not per error."""
+    known = _quiet_callbacks.get(id(callbacks))
+    if known is None or known[0] is not callbacks:  # (the first holds the id: it cannot be reused)
+        known = _quiet_callbacks[id(callbacks)] = (callbacks, dict.fromkeys(callbacks, _ignore))
+    return known[1]
 
 
 def _last_visible(source: str, lo: int, hi: int) -> int:
