@@ -172,6 +172,9 @@ ENTRIES = {
 }
 
 
+NOISE = 0.01  # seconds
+
+
 def timed(entry, case: Case, path: str | None = None) -> tuple[float, object]:
     """(CPU seconds, result) of one run. CPU time, not wall time: on a shared machine other
     processes' load would otherwise swamp the ratios."""
@@ -240,8 +243,10 @@ def main(argv=None) -> int:
                         break
                 if not times:
                     continue
-                ratios = [b / a if a > 0 else float("inf") for a, b in zip(times, times[1:])]
-                shown = " ".join(f"{r:5.2f}{'!' if r > 2.3 else ' '}" for r in ratios)
+                # A ratio of times under NOISE seconds says more about the clock than the code.
+                ratios = [b / max(a, 1e-6) for a, b in zip(times, times[1:])]
+                flagged = [r > 2.3 and t >= NOISE for r, t in zip(ratios, times[1:])]
+                shown = " ".join(f"{r:5.2f}{'!' if f else ' '}" for r, f in zip(ratios, flagged))
                 if len(times) < len(sizes):
                     shown += " >budget"
                 case, result = last
@@ -255,7 +260,7 @@ def main(argv=None) -> int:
                 else:
                     memory = "   n/a"
                 print(f"{shape:22s} {name:15s} {times[-1]:13.3f} s  {shown:26s} {memory}", flush=True)
-                if ratios and (max(ratios) > 2.3 or len(times) < len(sizes)):
+                if any(flagged) or len(times) < len(sizes):
                     worst.append(f"{shape} / {name}")
     print(f"\nrows with a ratio above 2.3 or over budget: {len(worst)}")
     for row in worst:

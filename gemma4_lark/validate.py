@@ -15,14 +15,21 @@ from .parser import DEFAULT_MAX_DEPTH, parse_from
 _WHITESPACE = " \t\r\n"
 
 
+def _skip_whitespace(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in _WHITESPACE:
+        pos += 1
+    return pos
+
+
 def _kind(text: str) -> tuple[str, str]:
     """(start rule, the token from which to resume after an error) for this input."""
-    head = text.lstrip(_WHITESPACE)
-    if head.startswith((tokens.BOS, tokens.TURN_OPEN)):
+    head = _skip_whitespace(text, 0)  # (an index, not a stripped copy of a text of any size)
+    if text.startswith((tokens.BOS, tokens.TURN_OPEN), head):
         return "transcript", tokens.TURN_OPEN
-    if head.startswith(tokens.TOOL_OPEN):
+    if text.startswith(tokens.TOOL_OPEN, head):
         return "declaration_blocks", tokens.TOOL_OPEN
-    if head.startswith(tokens.TOOL_RESPONSE_OPEN) and head[len(tokens.TOOL_RESPONSE_OPEN):].lstrip(_WHITESPACE).startswith(tokens.RESPONSE_KEYWORD):
+    if text.startswith(tokens.TOOL_RESPONSE_OPEN, head) and text.startswith(
+            tokens.RESPONSE_KEYWORD, _skip_whitespace(text, head + len(tokens.TOOL_RESPONSE_OPEN))):
         return "response_blocks", tokens.TOOL_RESPONSE_OPEN
     return "model_output", tokens.TOOL_CALL_OPEN
 
