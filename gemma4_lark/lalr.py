@@ -145,7 +145,7 @@ class LeanLALR:
             return self._run(text, start, pos)
         except _Rejected:
             self._lark_parse(text, start, pos)  # raises the precise UnexpectedInput
-            raise AssertionError(f"Lark accepts what the lean driver rejected: {text[pos:]!r}") from None
+            raise AssertionError(f"Lark accepts what the lean driver rejected: {text[pos:pos + 200]!r}") from None
 
     def _lark_parse(self, text: str, start: str, pos: int):
         # Lark's parser, run only to find where and why the input fails, so it builds no tree

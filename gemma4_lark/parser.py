@@ -91,7 +91,11 @@ def parse_declaration(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> ToolD
 
 
 def parse_value(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH):
-    """One value of the value language -> str, int, float, bool, None, list or dict."""
+    """One value of the value language -> str, int, float, bool, None, list or dict.
+
+    Integers are exact up to 100,000 digits (`values.MAX_INTEGER_DIGITS`); a longer one, like a
+    float beyond a double's range, raises GemmaSyntaxError at its position.
+    """
     return parse(text, "value_document", max_depth=max_depth)
 
 

@@ -5,7 +5,8 @@ so a 10,000-deep list costs no Python stack. Methods named after terminals recei
 text and position; other terminals arrive as plain strings. Per-parse state (the nesting limit and the duplicate keys
 seen) lives in a context variable, so one parser object serves every thread and task.
 
-Value semantics (SPEC §3): strings verbatim, integers exact, floats as Python floats, `null`,
+Value semantics (SPEC §3): strings verbatim, integers exact (up to `MAX_INTEGER_DIGITS` digits,
+beyond which the parse fails with a positioned error), floats as Python floats, `null`,
 `None` and `none` as None, bare words as str, objects as dicts in insertion order (the last of a
 repeated key wins).
 """
