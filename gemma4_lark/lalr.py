@@ -10,7 +10,9 @@ asked of a builder object, by name, exactly as a Lark inline transformer would b
   (terminals whose names start with `_` left out, rules whose names start with `_` spliced in, and a
   `?rule` with one child replaced by that child), the conventions of Lark's parse-tree builder;
 * a terminal calls the builder's method of the terminal's name, if it has one, with its text and
-  position; other terminals stand for themselves as plain strings.
+  position; other terminals stand for themselves as plain strings;
+* a rule's method with the attribute `children_list` set receives the children as one list, its
+  own to keep or change, rather than as arguments: a list of n items then costs no copy.
 
 It only ever accepts: on input it cannot take, it hands the input to Lark's own parser, whose
 exception (position, expected terminals, parser state) is what error messages are made from. The
@@ -38,10 +40,6 @@ class _Rejected(Exception):
     """The driver cannot take the input; Lark will say why."""
 
 
-class _Spliced(list):
-    """The children of an inlined `_rule`, to be spliced into its parent's children."""
-
-
 def _reducer(rule, builder):
     """The function that turns a rule's children (a list) into its value."""
     kept = [
@@ -50,8 +48,9 @@ def _reducer(rule, builder):
         if not (sym.is_term and sym.filter_out)
     ]
     name = rule.alias or rule.origin.name
-    if name.startswith("_"):
-        build = _Spliced
+    spliced = name.startswith("_")
+    if spliced:
+        build = list  # the children of an inlined `_rule`: its parent splices them in
     else:
         method = getattr(builder, name, None)
         expand1 = rule.options.expand1 and not rule.alias
@@ -60,6 +59,8 @@ def _reducer(rule, builder):
         if method is None:
             def build(children):
                 return children[0]
+        elif getattr(method, "children_list", False):
+            build = method
         elif expand1:
             def build(children, method=method):
                 return children[0] if len(children) == 1 else method(*children)
@@ -68,20 +69,26 @@ def _reducer(rule, builder):
                 return method(*children)
     if len(kept) == len(rule.expansion) and not any(splice for _, splice in kept):
         return build
-    if kept and kept[0][1]:
+    first_splice = next((k for k, (_, splice) in enumerate(kept) if splice), None)
+    if first_splice == 0 or (first_splice is not None and not spliced):
         # Lark writes a repetition `x*` as the left-recursive `_star: x | _star x`. Copying the
-        # list so far at every step would make n items cost O(n^2); the first child's list is
-        # this parse's own (nothing else holds it), so it grows in place instead.
-        first, rest = kept[0][0], kept[1:]
+        # list so far at every step would make n items cost O(n^2) time, and copying it into the
+        # parent once more costs memory: the spliced child's list is this parse's own (nothing
+        # else holds it), so it grows in place. (A named rule is reduced once per instance, so
+        # the few children before the splice are inserted in front at O(n) once.)
+        head = [i for i, _ in kept[:first_splice]]
+        splice_at, rest = kept[first_splice][0], kept[first_splice + 1:]
 
         def reduce_in_place(children):
-            values = children[first]
+            values = children[splice_at]
+            if head:
+                values[0:0] = [children[i] for i in head]
             for i, splice in rest:
                 if splice:
                     values.extend(children[i])
                 else:
                     values.append(children[i])
-            return values if build is _Spliced else build(values)
+            return values if spliced else build(values)
 
         return reduce_in_place
 

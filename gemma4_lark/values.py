@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import itertools
 from dataclasses import dataclass, field
 
 from .model import (
@@ -181,19 +182,23 @@ class Build:
     def member(self, key, _colon, value):
         return key, value
 
-    def object(self, *items):
-        members = items[1:-1:2]  # between the braces, every other item is a comma
-        result = {str(key): value for key, value in members}
-        if len(result) != len(members):
+    def object(self, items):
+        # between the braces, every other item is a comma
+        result = {str(key): value for key, value in itertools.islice(items, 1, len(items) - 1, 2)}
+        if len(result) != (len(items) - 1) // 2:  # a key repeated
             seen = set()
-            for key, _ in members:
+            for key, _ in itertools.islice(items, 1, len(items) - 1, 2):
                 if key in seen:
                     current.get().duplicates.append((str(key), key.pos))
                 seen.add(key)
         return result
 
-    def array(self, *items):
-        return list(items[1:-1:2])
+    def array(self, items):
+        del items[-1]     # `]`
+        del items[::2]    # `[` and the commas, in place: no second list of n items
+        return items
+
+    object.children_list = array.children_list = True
 
     def value_document(self, value):
         return value
