@@ -3,6 +3,7 @@
 import pickle
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import gemma4_lark as g
 
@@ -132,3 +133,19 @@ def test_an_error_at_the_end_of_a_large_block_costs_no_parse_tree():
     finally:
         tracemalloc.stop()
     assert peak < 40 * len(text), peak / len(text)
+
+
+@settings(max_examples=300)
+@given(text=st.text(alphabet="ab\n<", max_size=300), data=st.data())
+def test_shown_line_puts_the_caret_under_the_error(text, data):
+    from gemma4_lark.diagnostics import SHOWN_LINE_CHARS, line_and_column, shown_line
+
+    pos = data.draw(st.integers(0, len(text)))
+    line_start = pos - line_and_column(text, pos)[1] + 1
+    shown, caret = shown_line(text, pos, line_start)
+    assert "\n" not in shown and len(shown) <= SHOWN_LINE_CHARS + 2
+    line = text[line_start:].split("\n", 1)[0]
+    if len(line) <= SHOWN_LINE_CHARS:
+        assert (shown, caret) == (line, pos - line_start)
+    if pos < len(text) and text[pos] != "\n":
+        assert shown[caret] == text[pos]
