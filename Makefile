@@ -24,6 +24,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/parse_bench.py
 	$(BIN)/python bench/stream_bench.py
 	$(BIN)/python bench/render_bench.py
+	$(BIN)/python bench/adversarial_bench.py
 	$(BIN)/python bench/import_bench.py
 
 # The deep fuzz campaign (docs/fuzzing.md): FUZZ_SECONDS (total, default 600), FUZZ_EXAMPLES (per

@@ -82,3 +82,27 @@ class LineIndex:
             self._scan_to(pos)
         line = bisect_right(self._starts, pos)  # the lines that start at or before `pos`
         return line, pos - self._starts[line - 1] + 1
+
+
+# How much of a line an error message shows: long lines (a minified 4 MB output is one line) are
+# cut to this many characters around the error, so a message costs the same on any input.
+SHOWN_LINE_CHARS = 100
+
+
+def shown_line(source: str, pos: int, line_start: int) -> tuple[str, int]:
+    """The line of `source` holding `pos` as a message shows it, and the caret's offset in it.
+
+    `line_start` is where that line starts. A line longer than `SHOWN_LINE_CHARS` is cut around
+    `pos`, each cut marked with `…`. Reads O(SHOWN_LINE_CHARS) characters, never the whole line.
+    """
+    width = SHOWN_LINE_CHARS
+    lo = max(line_start, pos - width // 2)
+    limit = lo + width
+    newline = source.find("\n", pos, limit)
+    hi = newline if newline >= 0 else min(len(source), limit)
+    cut_right = hi == limit and hi < len(source) and source[hi] != "\n"
+    if lo > line_start and not cut_right and hi - line_start <= width:
+        lo = line_start  # the whole line fits after all
+    cut_left = lo > line_start
+    shown = ("…" if cut_left else "") + source[lo:hi] + ("…" if cut_right else "")
+    return shown, pos - lo + cut_left

@@ -14,7 +14,7 @@ import lark
 from lark.parsers.lalr_parser_state import ParserState
 
 from .grammar import literal_terminals, terminal_literal
-from .diagnostics import line_and_column
+from .diagnostics import LineIndex, shown_line
 from .tokens import STRING_DELIMITER
 
 # Terminals that can begin a value, and so are expected wherever a value may stand.
@@ -35,22 +35,25 @@ class GemmaSyntaxError(ValueError):
 
     Attributes: `line` and `column` (1-based), `pos` (0-based character offset), `expected`
     (readable names of what the grammar would have accepted), `text` (the offending text),
-    `message` (one line), `source_line` (the line of input the error is on).
+    `message` (one line), `source_line` (the line of input the error is on; a line longer than
+    `SHOWN_LINE_CHARS` is cut to that many characters around the error, each cut marked `…`).
+
+    `lines`, when given, is a `LineIndex` of `source`: whoever reports many errors in one text
+    passes one, so no error counts lines from the start of the text again.
     """
 
-    def __init__(self, message: str, *, source: str, pos: int, expected=(), text: str = ""):
+    def __init__(self, message: str, *, source: str, pos: int, expected=(), text: str = "",
+                 lines: LineIndex | None = None):
         self.message = message
         self.pos = pos
-        self.line, self.column = line_and_column(source, pos)
+        self.line, self.column = (lines or LineIndex(source)).line_and_column(pos)
         self.expected: list[str] = list(expected)
         self.text = text
-        start = source.rfind("\n", 0, pos) + 1
-        end = source.find("\n", pos)
-        self.source_line = source[start:] if end < 0 else source[start:end]
+        self.source_line, self.caret_offset = shown_line(source, pos, pos - self.column + 1)
         super().__init__(str(self))
 
     def __str__(self) -> str:
-        caret = " " * (self.column - 1) + "^"
+        caret = " " * self.caret_offset + "^"
         return f"line {self.line}, column {self.column}: {self.message}\n{self.source_line}\n{caret}"
 
     def __reduce__(self):  # keep the exception picklable for multiprocessing users
@@ -155,7 +158,7 @@ def _viable(exc: lark.exceptions.UnexpectedInput, candidates: set[str]) -> set[s
     if not isinstance(parser_state, ParserState):
         return candidates
     conf = copy.copy(parser_state.parse_conf)
-    conf.callbacks = {name: _ignore for name in conf.callbacks}
+    conf.callbacks = _quiet(parser_state.parse_conf.callbacks)
     viable = set()
     for name in candidates:
         trial = parser_state.copy(deepcopy_values=False)
@@ -172,8 +175,34 @@ def _ignore(*_args):
     return None
 
 
-def from_lark(exc: lark.exceptions.UnexpectedInput, source: str) -> GemmaSyntaxError:
-    """Translate a Lark exception raised while parsing `source`."""
+_quiet_callbacks: dict[int, tuple[dict, dict]] = {}
+
+
+def _quiet(callbacks: dict) -> dict:
+    """`callbacks` with every callback ignoring its input; made once per parser, not per error."""
+    known = _quiet_callbacks.get(id(callbacks))
+    if known is None or known[0] is not callbacks:  # (the first holds the id: it cannot be reused)
+        known = _quiet_callbacks[id(callbacks)] = (callbacks, dict.fromkeys(callbacks, _ignore))
+    return known[1]
+
+
+def _last_visible(source: str, lo: int, hi: int) -> int:
+    """The end of `source[lo:hi]` without its trailing whitespace, reading back only over it."""
+    while hi > lo:
+        chunk_start = max(lo, hi - 256)
+        stripped = len(source[chunk_start:hi].rstrip(" \t\r\n"))
+        if stripped:
+            return chunk_start + stripped
+        hi = chunk_start
+    return lo
+
+
+def from_lark(exc: lark.exceptions.UnexpectedInput, source: str, *, start: int = 0,
+              lines: LineIndex | None = None) -> GemmaSyntaxError:
+    """Translate a Lark exception raised while parsing `source[start:]`.
+
+    The cost is independent of the length of `source` (given `lines` for the line number).
+    """
     if isinstance(exc, lark.exceptions.UnexpectedToken) and exc.token.type != "$END":
         pos = exc.token.start_pos
         found = exc.token.type
@@ -183,7 +212,7 @@ def from_lark(exc: lark.exceptions.UnexpectedInput, source: str) -> GemmaSyntaxE
             found = _found_terminal(source, pos)
         expected = set(exc.expected)
     elif isinstance(exc, lark.exceptions.UnexpectedToken):  # end of input
-        pos = len(source.rstrip(" \t\r\n"))
+        pos = _last_visible(source, start, len(source))
         found = "$END"
         expected = set(exc.expected)
     elif isinstance(exc, lark.exceptions.UnexpectedCharacters):
@@ -199,7 +228,8 @@ def from_lark(exc: lark.exceptions.UnexpectedInput, source: str) -> GemmaSyntaxE
         expected = (expected - {"<END-OF-FILE>"}) | {"$END"}
     expected = _viable(exc, expected)
     found_text = "" if found == "$END" else (terminal_literal(found) if found and terminal_literal(found) else _excerpt(source, pos))
-    previous = source[:pos].rstrip(" \t\r\n")[-1:]
+    before = _last_visible(source, start, pos)
+    previous = source[before - 1:before] if before > start else ""
     message = _describe(found, found_text, expected, previous)
     return GemmaSyntaxError(
         message,
@@ -207,4 +237,5 @@ def from_lark(exc: lark.exceptions.UnexpectedInput, source: str) -> GemmaSyntaxE
         pos=pos,
         expected=[readable(n) for n in sorted(expected)],
         text=found_text,
+        lines=lines,
     )

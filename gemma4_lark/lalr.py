@@ -10,7 +10,9 @@ asked of a builder object, by name, exactly as a Lark inline transformer would b
   (terminals whose names start with `_` left out, rules whose names start with `_` spliced in, and a
   `?rule` with one child replaced by that child), the conventions of Lark's parse-tree builder;
 * a terminal calls the builder's method of the terminal's name, if it has one, with its text and
-  position; other terminals stand for themselves as plain strings.
+  position; other terminals stand for themselves as plain strings;
+* a rule's method with the attribute `children_list` set receives the children as one list, its
+  own to keep or change, rather than as arguments: a list of n items then costs no copy.
 
 It only ever accepts: on input it cannot take, it hands the input to Lark's own parser, whose
 exception (position, expected terminals, parser state) is what error messages are made from. The
@@ -20,15 +22,22 @@ test suite checks both paths agree on every input it has.
 from __future__ import annotations
 
 import lark
+from lark.lexer import LexerState, LexerThread, LineCounter
 from lark.parsers.lalr_analysis import Shift
+from lark.parsers.lalr_parser import _Parser
+
+try:
+    from lark.utils import TextSlice  # lark >= 1.2.2: the lexer reads a TextSlice
+except ImportError:  # pragma: no cover - older lark lexes a str from the line counter's position
+    TextSlice = None
+
+
+def _discard(_children):
+    return None
 
 
 class _Rejected(Exception):
     """The driver cannot take the input; Lark will say why."""
-
-
-class _Spliced(list):
-    """The children of an inlined `_rule`, to be spliced into its parent's children."""
 
 
 def _reducer(rule, builder):
@@ -39,8 +48,9 @@ def _reducer(rule, builder):
         if not (sym.is_term and sym.filter_out)
     ]
     name = rule.alias or rule.origin.name
-    if name.startswith("_"):
-        build = _Spliced
+    spliced = name.startswith("_")
+    if spliced:
+        build = list  # the children of an inlined `_rule`: its parent splices them in
     else:
         method = getattr(builder, name, None)
         expand1 = rule.options.expand1 and not rule.alias
@@ -49,6 +59,8 @@ def _reducer(rule, builder):
         if method is None:
             def build(children):
                 return children[0]
+        elif getattr(method, "children_list", False):
+            build = method
         elif expand1:
             def build(children, method=method):
                 return children[0] if len(children) == 1 else method(*children)
@@ -57,6 +69,28 @@ def _reducer(rule, builder):
                 return method(*children)
     if len(kept) == len(rule.expansion) and not any(splice for _, splice in kept):
         return build
+    first_splice = next((k for k, (_, splice) in enumerate(kept) if splice), None)
+    if first_splice == 0 or (first_splice is not None and not spliced):
+        # Lark writes a repetition `x*` as the left-recursive `_star: x | _star x`. Copying the
+        # list so far at every step would make n items cost O(n^2) time, and copying it into the
+        # parent once more costs memory: the spliced child's list is this parse's own (nothing
+        # else holds it), so it grows in place. (A named rule is reduced once per instance, so
+        # the few children before the splice are inserted in front at O(n) once.)
+        head = [i for i, _ in kept[:first_splice]]
+        splice_at, rest = kept[first_splice][0], kept[first_splice + 1:]
+
+        def reduce_in_place(children):
+            values = children[splice_at]
+            if head:
+                values[0:0] = [children[i] for i in head]
+            for i, splice in rest:
+                if splice:
+                    values.extend(children[i])
+                else:
+                    values.append(children[i])
+            return values if spliced else build(values)
+
+        return reduce_in_place
 
     def reduce(children):
         values = []
@@ -97,6 +131,8 @@ class LeanLALR:
                         reducers[arg] = _reducer(arg, builder)
                     entries[symbol] = (len(arg.expansion), reducers[arg], arg.origin.name)
         self.actions = actions
+        lark_parser = frontend.parser.parser
+        self._checker = _Parser(lark_parser.parse_table, dict.fromkeys(lark_parser.callbacks, _discard))
         # Per parser state: the compiled alternation of the terminals the lexer accepts there,
         # the types it ignores, and the keywords that a pattern match may turn out to be.
         self.lexers = [None] * len(table.states)
@@ -107,21 +143,35 @@ class LeanLALR:
             keywords = {type_: retype.scanner.fullmatch for type_, retype in basic.callback.items()}
             self.lexers[state] = (scanner._mres[0].match, basic.ignore_types, keywords)
 
-    def parse(self, text: str, start: str):
-        try:
-            return self._run(text, start)
-        except _Rejected:
-            self.lark.parse(text, start=start)  # raises the precise UnexpectedInput
-            raise AssertionError(f"Lark accepts what the lean driver rejected: {text!r}") from None
+    def parse(self, text: str, start: str, pos: int = 0):
+        """The value of `text[pos:]` as the start rule `start`, without copying the text.
 
-    def _run(self, text: str, start: str):
+        Positions given to the builder and in Lark's exceptions are offsets into `text`.
+        """
+        try:
+            return self._run(text, start, pos)
+        except _Rejected:
+            self._lark_parse(text, start, pos)  # raises the precise UnexpectedInput
+            raise AssertionError(f"Lark accepts what the lean driver rejected: {text[pos:pos + 200]!r}") from None
+
+    def _lark_parse(self, text: str, start: str, pos: int):
+        # Lark's parser, run only to find where and why the input fails, so it builds no tree
+        # (a tree of a 4 MB block costs hundreds of bytes a character). And it reads the text in
+        # place from `pos`: handed no lexer state, Lark would count the lines before `pos` (or we
+        # would copy the rest of the text) on every call.
+        line_counter = LineCounter("\n")
+        line_counter.char_pos = pos
+        view = text if TextSlice is None else TextSlice(text, pos, len(text))
+        thread = LexerThread(self.lark.parser.lexer, LexerState(view, line_counter))
+        return self._checker.parse(thread, start)
+
+    def _run(self, text: str, start: str, pos: int):
         actions = self.actions
         lexers = self.lexers
         end_state = self.end_states[start]
         state = self.start_states[start]
         state_stack = [state]
         value_stack = []
-        pos = 0
         length = len(text)
         while True:
             if pos < length:

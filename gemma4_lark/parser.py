@@ -15,7 +15,8 @@ from . import grammar
 from .errors import GemmaSyntaxError, from_lark
 from .lalr import LeanLALR
 from .model import ModelOutput, ToolCall, ToolDeclaration, ToolResponse, Thought, Transcript
-from .values import Build, DepthExceeded, NumberOutOfRange, ParseState, current
+from .diagnostics import LineIndex
+from .values import MAX_INTEGER_DIGITS, Build, DepthExceeded, IntegerTooLong, NumberOutOfRange, ParseState, current
 
 DEFAULT_MAX_DEPTH = 512
 
@@ -39,21 +40,34 @@ def parse(text: str, start: str, *, max_depth: int = DEFAULT_MAX_DEPTH, duplicat
     """
     if not isinstance(text, str):
         raise TypeError(f"expected str, got {type(text).__name__}")
+    return parse_from(text, 0, start, max_depth=max_depth, duplicates=duplicates)
+
+
+def parse_from(text: str, pos: int, start: str, *, max_depth: int = DEFAULT_MAX_DEPTH,
+               duplicates: list | None = None, lines: LineIndex | None = None):
+    """Parse `text[pos:]` as `parse` does, without copying it: positions (in errors and in
+    `duplicates`) are offsets into `text`. `lines` (a LineIndex of `text`) spares each error
+    counting lines from the start, for callers that parse one text at many offsets."""
     parser = block_parser() if start in grammar.BLOCK_STARTS else document_parser()
     state = ParseState(max_depth=max_depth)
     token = current.set(state)
     try:
-        result = parser.parse(text, start)
+        result = parser.parse(text, start, pos)
     except DepthExceeded as exc:
         raise GemmaSyntaxError(
             f"nesting deeper than {exc.max_depth} levels", source=text, pos=exc.pos,
-            text=text[exc.pos],
+            text=text[exc.pos], lines=lines,
         ) from None
     except NumberOutOfRange as exc:
         raise GemmaSyntaxError(f"number out of range: `{exc.text}` is beyond a double",
-                               source=text, pos=exc.pos, text=exc.text) from None
+                               source=text, pos=exc.pos, text=exc.text, lines=lines) from None
+    except IntegerTooLong as exc:
+        raise GemmaSyntaxError(
+            f"integer too long: {exc.digits:,} digits (the limit is {MAX_INTEGER_DIGITS:,})",
+            source=text, pos=exc.pos, text=exc.text, lines=lines,
+        ) from None
     except lark.exceptions.UnexpectedInput as exc:
-        raise from_lark(exc, text) from None
+        raise from_lark(exc, text, start=pos, lines=lines) from None
     finally:
         current.reset(token)
         if duplicates is not None:  # also those found before a syntax error
@@ -94,9 +108,11 @@ def parse_declaration(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> ToolD
 def parse_value(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH):
     """One value of the value language -> str, int, float, bool, None, list or dict.
 
+    Integers are exact up to 100,000 digits (`values.MAX_INTEGER_DIGITS`).
+
     Raises `GemmaSyntaxError` (a `ValueError`, with line, column and position) for text outside the
-    language, nesting deeper than `max_depth` and numbers beyond a double included; `TypeError`
-    when `text` is not a str.
+    language, nesting deeper than `max_depth`, an integer longer than that and a float beyond a
+    double's range included; `TypeError` when `text` is not a str.
     """
     return parse(text, "value_document", max_depth=max_depth)
 

@@ -8,21 +8,28 @@ broken block does not hide problems in the blocks after it.
 from __future__ import annotations
 
 from . import tokens
-from .diagnostics import Diagnostic, line_and_column
+from .diagnostics import Diagnostic, LineIndex
 from .errors import GemmaSyntaxError
-from .parser import DEFAULT_MAX_DEPTH, parse
+from .parser import DEFAULT_MAX_DEPTH, parse_from
 
 _WHITESPACE = " \t\r\n"
 
 
+def _skip_whitespace(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in _WHITESPACE:
+        pos += 1
+    return pos
+
+
 def _kind(text: str) -> tuple[str, str]:
     """(start rule, the token from which to resume after an error) for this input."""
-    head = text.lstrip(_WHITESPACE)
-    if head.startswith((tokens.BOS, tokens.TURN_OPEN)):
+    head = _skip_whitespace(text, 0)  # (an index, not a stripped copy of a text of any size)
+    if text.startswith((tokens.BOS, tokens.TURN_OPEN), head):
         return "transcript", tokens.TURN_OPEN
-    if head.startswith(tokens.TOOL_OPEN):
+    if text.startswith(tokens.TOOL_OPEN, head):
         return "declaration_blocks", tokens.TOOL_OPEN
-    if head.startswith(tokens.TOOL_RESPONSE_OPEN) and head[len(tokens.TOOL_RESPONSE_OPEN):].lstrip(_WHITESPACE).startswith(tokens.RESPONSE_KEYWORD):
+    if text.startswith(tokens.TOOL_RESPONSE_OPEN, head) and text.startswith(
+            tokens.RESPONSE_KEYWORD, _skip_whitespace(text, head + len(tokens.TOOL_RESPONSE_OPEN))):
         return "response_blocks", tokens.TOOL_RESPONSE_OPEN
     return "model_output", tokens.TOOL_CALL_OPEN
 
@@ -35,21 +42,24 @@ def validate(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> list[Diagnosti
     """
     start, resume_token = _kind(text)
     diagnostics: list[Diagnostic] = []
+    # Each resumed parse reads the text in place from its offset and every position is looked up
+    # in one line index, so k errors in n characters cost O(n + k log n), not O(k n).
+    lines = LineIndex(text)
     offset = 0
     while offset is not None:
         duplicates: list = []
         try:
-            parse(text[offset:], start, max_depth=max_depth, duplicates=duplicates)
+            parse_from(text, offset, start, max_depth=max_depth, duplicates=duplicates, lines=lines)
             next_offset = None
         except GemmaSyntaxError as err:
-            diagnostics.append(Diagnostic.from_error(err, offset, text))
-            resume = text.find(resume_token, offset + err.pos + 1)
+            diagnostics.append(Diagnostic.from_error(err))
+            resume = text.find(resume_token, err.pos + 1)
             next_offset = resume if resume >= 0 else None
         for key, pos in duplicates:
-            line, column = line_and_column(text, offset + pos)
+            line, column = lines.line_and_column(pos)
             diagnostics.append(Diagnostic(
                 "warning", "duplicate-key", f"duplicate key `{key}`: the last value wins",
-                line, column, offset + pos,
+                line, column, pos,
             ))
         offset = next_offset
     diagnostics.sort(key=lambda d: d.pos)

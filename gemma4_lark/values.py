@@ -5,7 +5,9 @@ so a 10,000-deep list costs no Python stack. Methods named after terminals recei
 text and position; other terminals arrive as plain strings. Per-parse state (the nesting limit and the duplicate keys
 seen) lives in a context variable, so one parser object serves every thread and task.
 
-Value semantics (docs/README.md, "Values in Python"): strings verbatim, integers exact, floats as Python floats, `null`,
+Value semantics (docs/README.md, "Values in Python"): strings verbatim, integers exact (up to
+`MAX_INTEGER_DIGITS` digits, beyond which the parse fails with a positioned error), floats as
+Python floats, `null`,
 `None` and `none` as None, bare words as str, objects as dicts in insertion order (the last of a
 repeated key wins).
 """
@@ -13,6 +15,8 @@ repeated key wins).
 from __future__ import annotations
 
 import contextvars
+import functools
+import itertools
 from dataclasses import dataclass, field
 
 from .model import (
@@ -45,6 +49,55 @@ class NumberOutOfRange(Exception):
     def __init__(self, pos: int, text: str):
         self.pos = pos
         self.text = text
+
+
+class IntegerTooLong(Exception):
+    """An integer with more digits than `MAX_INTEGER_DIGITS`."""
+
+    def __init__(self, pos: int, text: str, digits: int):
+        self.pos = pos
+        self.text = text
+        self.digits = digits
+
+
+# The grammar sets no limit on an integer's size, and integers are decoded exactly. Python's `int()`
+# refuses more than 4,300 digits by default (its cost is quadratic); longer integers are converted
+# by halves, at most about 120 ns a digit under this bound (as much as parsing the text around
+# them). Beyond the bound a positioned error says the integer is too long, so no input can make the
+# decoder's time per character grow without limit.
+MAX_INTEGER_DIGITS = 100_000
+_INT_CHUNK_DIGITS = 640  # within any `int()` limit Python allows (640 is the lowest it can be set to)
+
+
+@functools.lru_cache(maxsize=None)
+def _power_of_ten(exponent: int) -> int:
+    return 10 ** exponent
+
+
+def _decimal_to_int(digits: str, lo: int, hi: int) -> int:
+    """The value of `digits[lo:hi]` (decimal digits), divide and conquer on powers of two."""
+    count = hi - lo
+    if count <= _INT_CHUNK_DIGITS:
+        return int(digits[lo:hi])
+    low = 1 << ((count - 1).bit_length() - 1)  # few distinct powers of ten, each computed once
+    return _decimal_to_int(digits, lo, hi - low) * _power_of_ten(low) + _decimal_to_int(digits, hi - low, hi)
+
+
+def check_integer_length(text: str, pos: int) -> None:
+    """Raise `IntegerTooLong` if the INTEGER token `text` at `pos` has too many digits."""
+    digits = len(text) - text.startswith("-")
+    if digits > MAX_INTEGER_DIGITS:
+        raise IntegerTooLong(pos, text[:20] + "…", digits)
+
+
+def decode_integer(text: str, pos: int = 0) -> int:
+    """The exact value of an INTEGER token; `IntegerTooLong` beyond `MAX_INTEGER_DIGITS` digits."""
+    if len(text) <= _INT_CHUNK_DIGITS:
+        return int(text)
+    check_integer_length(text, pos)
+    negative = text.startswith("-")
+    value = _decimal_to_int(text, int(negative), len(text))
+    return -value if negative else value
 
 
 class DepthExceeded(Exception):
@@ -91,12 +144,17 @@ class Build:
 
     KEY = STRING = FLOAT = Located
 
+    def INTEGER(self, text: str, pos: int) -> str:
+        if len(text) > _INT_CHUNK_DIGITS:
+            check_integer_length(text, pos)
+        return text
+
     # --- values ------------------------------------------------------------------------------
     def string(self, token):
         return _unquote(token)
 
     def integer(self, token):
-        return int(token)
+        return decode_integer(token)
 
     def float(self, token):
         value = float(token)
@@ -125,19 +183,23 @@ class Build:
     def member(self, key, _colon, value):
         return key, value
 
-    def object(self, *items):
-        members = items[1:-1:2]  # between the braces, every other item is a comma
-        result = {str(key): value for key, value in members}
-        if len(result) != len(members):
+    def object(self, items):
+        # between the braces, every other item is a comma
+        result = {str(key): value for key, value in itertools.islice(items, 1, len(items) - 1, 2)}
+        if len(result) != (len(items) - 1) // 2:  # a key repeated
             seen = set()
-            for key, _ in members:
+            for key, _ in itertools.islice(items, 1, len(items) - 1, 2):
                 if key in seen:
                     current.get().duplicates.append((str(key), key.pos))
                 seen.add(key)
         return result
 
-    def array(self, *items):
-        return list(items[1:-1:2])
+    def array(self, items):
+        del items[-1]     # `]`
+        del items[::2]    # `[` and the commas, in place: no second list of n items
+        return items
+
+    object.children_list = array.children_list = True
 
     def value_document(self, value):
         return value

@@ -3,6 +3,7 @@
 import pickle
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import gemma4_lark as g
 
@@ -89,3 +90,62 @@ def test_validate_runs_of_results_and_declarations():
     assert g.validate(declarations) == []
     [d] = g.validate(results.replace("<|tool_response>response:b", "<|tool_response>respons:b"))
     assert d.code == "syntax" and "response keyword" in d.message
+
+
+def test_a_long_line_is_shown_cut_around_the_error():
+    from gemma4_lark.diagnostics import SHOWN_LINE_CHARS
+
+    text = "<|tool_call>call:f{a:<|\"|>" + "x" * 10_000 + "<|\"|>,b:1,}<tool_call|>" + "y" * 10_000
+    with pytest.raises(g.GemmaSyntaxError) as info:
+        g.parse_call(text)
+    err = info.value
+    assert err.column == text.index(",}") + 2
+    shown, caret = str(err).split("\n")[1:]
+    assert len(shown) <= SHOWN_LINE_CHARS + 2 and shown.startswith("…") and shown.endswith("…")
+    assert shown[len(caret) - 1:].startswith("}<tool_call|>")  # the caret stands under the error
+
+
+def test_validate_reports_absolute_positions_of_many_errors():
+    from gemma4_lark.diagnostics import line_and_column
+
+    block = "<|tool_call>call:f{a:1,}<tool_call|>\n"
+    text = "Intro\n" + block * 50 + "<|tool_call>call:f{a:1,a:2}<tool_call|>"
+    diagnostics = g.validate(text)
+    assert len(diagnostics) == 51
+    for d in diagnostics:
+        assert (d.line, d.column) == line_and_column(text, d.pos)
+        assert text[d.pos] in "}a"
+    assert diagnostics[-1].code == "duplicate-key" and diagnostics[-1].line == 52
+
+
+def test_an_error_at_the_end_of_a_large_block_costs_no_parse_tree():
+    # Finding why the input fails re-runs Lark's parser; it used to build a parse tree of
+    # everything before the error, over 300 bytes a character.
+    import tracemalloc
+
+    text = "<|tool_call>call:f{a:[" + "1," * 50_000 + "]}<tool_call|>"
+    g.parse_call("<|tool_call>call:f{a:[1]}<tool_call|>")  # build the parsers first
+    tracemalloc.start()
+    try:
+        with pytest.raises(g.GemmaSyntaxError):
+            g.parse_call(text)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 40 * len(text), peak / len(text)
+
+
+@settings(max_examples=300)
+@given(text=st.text(alphabet="ab\n<", max_size=300), data=st.data())
+def test_shown_line_puts_the_caret_under_the_error(text, data):
+    from gemma4_lark.diagnostics import SHOWN_LINE_CHARS, line_and_column, shown_line
+
+    pos = data.draw(st.integers(0, len(text)))
+    line_start = pos - line_and_column(text, pos)[1] + 1
+    shown, caret = shown_line(text, pos, line_start)
+    assert "\n" not in shown and len(shown) <= SHOWN_LINE_CHARS + 2
+    line = text[line_start:].split("\n", 1)[0]
+    if len(line) <= SHOWN_LINE_CHARS:
+        assert (shown, caret) == (line, pos - line_start)
+    if pos < len(text) and text[pos] != "\n":
+        assert shown[caret] == text[pos]

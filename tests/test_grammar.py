@@ -135,3 +135,49 @@ def test_documents_generated_from_the_grammar_parse(start, data):
         # Generation is context-free; only lexical adjacency (two TEXT pieces, an optional
         # newline after `thought`) can make a drawn string mean something else.
         pytest.fail(f"{err}\n{text!r}")
+
+
+# The patterns of STRING, BARE_WORD and TEXT as they stood before they were rewritten to run in
+# constant memory (a repeated group made Python's regex engine keep state for every repetition).
+# The rewrite must match exactly what these matched, from every start position.
+_DENIED_LT = r'<(?!\|"\|>|\|[a-z_]+\|?>|[a-z_]+\|>)'
+_CONTROL = r"\|[a-z_]+\|?>|[a-z_]+\|>|[be]os>"
+_UNROLLED = {
+    "STRING": r'<\|"\|>[^<]*(?:<(?!\|"\|>)[^<]*)*<\|"\|>',
+    "BARE_WORD": rf"""(?![+-]?[0-9.])(?:[^ \t\r\n,{{}}\[\]"'<]|{_DENIED_LT})(?:[ \t\r\n]*(?:[^ \t\r\n,{{}}\[\]"'<]|{_DENIED_LT}))*""",
+    "TEXT": rf"(?:[^<]|<(?!{_CONTROL}))[^<]*(?:<(?!{_CONTROL})[^<]*)*",
+}
+_FRAGMENTS = ['<|"|>', "<", "|", ">", '"', "'", "a", "Z", " ", "\n", "\t", "[", "]", "{", "}", ",", ":",
+              "<|tool_call>", "<tool_call|>", "<|x", "x|>", "<|a|>", "<bos>", "<eo", "s>", "1", ".", "-",
+              "+", "é", "\\", '<|"', '|"|>']
+
+
+@pytest.mark.parametrize("name", sorted(_UNROLLED))
+@settings(max_examples=1500)
+@given(pieces=st.lists(st.sampled_from(_FRAGMENTS), max_size=14), start=st.integers(0, 3))
+def test_terminal_patterns_match_as_the_unrolled_ones_did(name, pieces, start):
+    text = "".join(pieces)
+    start = min(start, len(text))
+    before = re.compile(_UNROLLED[name]).match(text, start)
+    after = grammar.terminal_pattern(name).match(text, start)
+    assert (before and before.end()) == (after and after.end())
+
+
+@pytest.mark.parametrize("name, text", [
+    ("STRING", '<|"|>' + "<a" * 100_000 + '<|"|>'),
+    ("STRING", '<|"|>' + "<a" * 100_000),  # never closed
+    ("BARE_WORD", "a " * 100_000 + "b"),
+    ("BARE_WORD", "a<" * 100_000 + "]"),
+    ("TEXT", "x<y" * 70_000 + "<|tool_call>"),
+])
+def test_terminal_patterns_match_in_constant_memory(name, text):
+    import tracemalloc
+
+    pattern = grammar.terminal_pattern(name)
+    tracemalloc.start()
+    try:
+        pattern.match(text)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 1024, f"{name}: {peak} bytes to match {len(text)} characters"

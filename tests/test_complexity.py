@@ -1,0 +1,69 @@
+"""Time grows linearly with the input, on the shapes an attacker can grow.
+
+The shapes and entry points are those of `bench/adversarial_bench.py` (the benchmark prints the
+figures at sizes up to 4 MB; this runs a few shapes small). Each check times one entry point on one
+shape at n and 4n characters within one run, best of three, in CPU time (n grows until a run is
+long enough to time), and fails on a ratio a quadratic path gives (16) while allowing a linear one
+(4) a generous margin for noise. Integers are decoded exactly in O(n^1.6) up to a bound; past the
+bound, the long-digits shape only checks that the error costs linear time. No absolute
+time is asserted. To guard another entry point, add it to `ENTRY_POINTS` with the shapes it takes.
+"""
+
+import importlib.util
+import sys
+import time
+
+import pytest
+
+from conftest import REPO
+
+_spec = importlib.util.spec_from_file_location("adversarial_bench", REPO / "bench" / "adversarial_bench.py")
+bench = sys.modules["adversarial_bench"] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench)
+
+SMALL = 12_000  # characters at least; doubled until a run takes MIN_TIME, then the large size is 4x
+MIN_TIME = 0.002  # seconds: shorter runs say more about the clock than the code
+GROWTH = 4
+MAX_RATIO = 8.0  # linear: 4; quadratic: 16
+
+# entry point (a name in bench.ENTRIES) -> the shapes (names in bench.SHAPES) it is checked on
+ENTRY_POINTS = {
+    "parse": [
+        "list items", "object members", "nested objects", "calls in an output", "tiny calls", "turns",
+        "turn parts", "<-dense string", "<-dense text", "bare-word run", "<-dense bare word",
+        "long digits", "unclosed string",
+    ],
+    "validate": [
+        "list items", "calls in an output", "turn parts", "many broken blocks", "mixed broken output",
+        "delimiter runs", "partial markers", "unclosed string", "missing commas",
+    ],
+}
+
+
+def _cpu_time(entry, case) -> float:
+    best = float("inf")
+    for _ in range(3):
+        start = time.process_time()
+        entry(case)
+        best = min(best, time.process_time() - start)
+    return best
+
+
+@pytest.mark.parametrize("entry_name, shape", [(e, s) for e, shapes in ENTRY_POINTS.items() for s in shapes])
+def test_time_grows_linearly(entry_name, shape):
+    entry = bench.ENTRIES[entry_name]
+    size = SMALL
+    entry(bench.SHAPES[shape](size))  # warm up: parsers built, caches filled
+    while True:
+        small = bench.SHAPES[shape](size)
+        small_time = _cpu_time(entry, small)
+        if small_time >= MIN_TIME or size >= 64 * SMALL:
+            break
+        size *= 2
+    ratio = _cpu_time(entry, bench.SHAPES[shape](size * GROWTH)) / max(small_time, 1e-4)
+    assert ratio < MAX_RATIO, f"{shape} through {entry_name}: {GROWTH}x {size} characters took {ratio:.1f}x the time"
+
+
+def test_the_shape_table_covers_every_kind_of_repetition():
+    kinds = {bench.SHAPES[s](SMALL).kind for s in bench.SHAPES}
+    assert kinds == {"value", "call", "output", "transcript"} and len(bench.SHAPES) >= 20
