@@ -73,7 +73,7 @@ _QUOTED_BODY = {q: re.compile(r"[^%s\\]*(?:\\.[^%s\\]*)*" % (q, q), re.S) for q 
 _MAX_NOTES = 1000
 # Integers are decoded exactly up to this many digits (CPython's int() refuses more than 4300 by
 # default, and converting more costs super-linear time); a longer one is refused with an error.
-_MAX_INT_DIGITS = 20_000
+_MAX_INT_DIGITS = 100_000  # the strict parser's bound too (values.MAX_INTEGER_DIGITS)
 # Diagnostics that say the block was cut off rather than finished: its arguments are incomplete.
 _CUT_OFF = frozenset({"missing-bracket", "unterminated-string-at-end"})
 
