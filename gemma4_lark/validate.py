@@ -38,8 +38,10 @@ def validate(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> list[Diagnosti
     """Every problem found in `text`, in order; an empty list means valid.
 
     Codes: `syntax` (error) and `duplicate-key` (warning: the last value wins). Raises nothing
-    for a str: problems in the text are reported, not raised.
+    for a str: problems in the text are reported, not raised; `TypeError` for anything else.
     """
+    if not isinstance(text, str):
+        raise TypeError(f"expected str, got {type(text).__name__}")
     start, resume_token = _kind(text)
     diagnostics: list[Diagnostic] = []
     # Each resumed parse reads the text in place from its offset and every position is looked up
