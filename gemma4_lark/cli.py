@@ -179,16 +179,17 @@ def caret_lines(text: str, pos: int) -> str:
 DEFAULT_FIELDS = ("output", "text")
 
 
-def _field(record, path: str | None):
-    """The model output in one JSONL record: the value at `path` (dot-separated keys, list indexes
-    as numbers), or the first of DEFAULT_FIELDS present; a bare JSON string is its own output."""
+def _field(record, path: str | None) -> tuple[str, str]:
+    """(field name, model output) of one JSONL record: the value at `path` (dot-separated keys,
+    list indexes as numbers), or the first of DEFAULT_FIELDS present; a bare JSON string is its
+    own output. ValueError says why there is none."""
     if isinstance(record, str) and path is None:
-        return record
+        return "", record
     if path is None:
         if isinstance(record, dict):
             for name in DEFAULT_FIELDS:
                 if name in record:
-                    return _as_output(record[name], name)
+                    return name, _as_output(record[name], name)
         names = " or ".join(f'"{n}"' for n in DEFAULT_FIELDS)
         raise ValueError(f"no field {names} in this record (choose one with --field)")
     value = record
@@ -199,7 +200,7 @@ def _field(record, path: str | None):
             value = value[int(step)]
         else:
             raise ValueError(f'no field "{path}" in this record')
-    return _as_output(value, path)
+    return path, _as_output(value, path)
 
 
 def _as_output(value, name: str) -> str:
@@ -211,8 +212,8 @@ def _as_output(value, name: str) -> str:
 
 
 def _jsonl_records(path: str, field: str | None):
-    """(line number, model output or None, problem or None) for each non-blank line, one at a
-    time: memory holds one line, however long the file."""
+    """(line number, field name, model output or None, problem or None) for each non-blank line,
+    one at a time: memory holds one line, however long the file."""
     name = display_name(path)
     stream = stdin_binary() if path == "-" else open(path, "rb")
     try:
@@ -223,101 +224,102 @@ def _jsonl_records(path: str, field: str | None):
                 try:
                     raw = raw.decode("utf-8")
                 except UnicodeDecodeError as err:
-                    yield number, None, not_utf8(err, start)
+                    yield number, field, None, not_utf8(err, start)
                     continue
             if not raw.strip():
                 continue
             try:
-                record = load_json(raw, "", "the record")
-                yield number, _field(record, field), None
+                record = load_json(raw.rstrip("\r\n"), "", "the record")
+                yield (number, *_field(record, field), None)
             except CommandError as err:  # not JSON, or nested past what Python's reader follows
-                yield number, None, str(err)
+                yield number, field, None, str(err)
             except ValueError as err:
-                yield number, None, str(err)
+                yield number, field, None, str(err)
     finally:
         if path != "-":
             stream.close()
 
 
 class _Tally:
+    """Counts for the summary of a run over several inputs."""
+
     def __init__(self):
-        self.valid = self.invalid = self.malformed = self.unreadable = 0
+        self.valid = self.invalid = self.no_output = self.unreadable = 0
 
     def line(self, files: int) -> str:
-        total = self.valid + self.invalid
-        text = f"{total} output(s) in {files} file(s): {self.valid} valid, {self.invalid} invalid"
-        if self.malformed:
-            text += f", {self.malformed} record(s) without a readable output"
+        text = f"{files} file(s), {self.valid + self.invalid} output(s): {self.valid} valid, {self.invalid} invalid"
+        if self.no_output:
+            text += f"; {self.no_output} record(s) with no output to check"
         if self.unreadable:
-            text += f", {self.unreadable} file(s) not read"
+            text += f"; {self.unreadable} file(s) could not be read"
         return text
 
     def to_dict(self, files: int) -> dict:
         return {"files": files, "outputs": self.valid + self.invalid, "valid": self.valid, "invalid": self.invalid,
-                "malformed": self.malformed, "unreadable": self.unreadable}
+                "no_output": self.no_output, "unreadable": self.unreadable}
 
 
 def cmd_validate(args) -> int:
     several = args.jsonl or len(args.files) > 1
     tally = _Tally()
 
-    def check(text: str, where: dict, label: str) -> None:
-        diagnostics = validate(text, max_depth=args.max_depth)
-        valid = not any(d.severity == "error" for d in diagnostics)
+    def report(where: dict, label: str, text: str | None, problem: str | None = None) -> None:
+        """One output's result: its diagnostics, or the problem that kept it from being checked."""
+        if problem is None:
+            try:
+                diagnostics = validate(text, max_depth=args.max_depth)
+            except RecursionError:
+                problem = "nested too deeply to check (lower --max-depth)"
+            except ValueError as err:  # a value Python cannot hold, e.g. an integer past int's digit limit
+                problem = f"cannot check: {err}"
+        if problem is None:
+            valid = not any(d.severity == "error" for d in diagnostics)
+            result = {"valid": valid, "diagnostics": [d.to_dict() for d in diagnostics]}
+        else:
+            valid, diagnostics, result = False, [], {"valid": False, "error": problem}
         if valid:
             tally.valid += 1
+        elif "line" in where and problem is not None:
+            tally.no_output += 1
         else:
             tally.invalid += 1
         if args.json:
-            print(json.dumps({**where, "valid": valid, "diagnostics": [d.to_dict() for d in diagnostics]},
-                             ensure_ascii=False))
+            print(json.dumps({**where, **result}, ensure_ascii=False))
             return
+        if problem is not None:
+            print(f"{label}: error: {problem}")
         for d in diagnostics:
+            field = f'"{where["field"]}", ' if where.get("field") else ""
             if "line" in where:  # a JSONL record: its line in the file, then the position in the output
-                print(f"{label}: \"{where['field']}\", line {d.line}, column {d.column}: {d.severity}: {d.message}")
+                print(f"{label}: {field}line {d.line}, column {d.column}: {d.severity}: {d.message}")
             else:
                 print(d.format(label))
             print(caret_lines(text, d.pos))
-
-    def problem(where: dict, label: str, message: str, unreadable: bool) -> None:
-        if unreadable:
-            tally.unreadable += 1
-        else:
-            tally.malformed += 1
-        if args.json:
-            print(json.dumps({**where, "valid": False, "error": message}, ensure_ascii=False))
-        if unreadable:
-            print(f"gemma4-lark validate: {label}: {message}", file=sys.stderr)
-        elif not args.json:
-            print(f"{label}: error: {message}")
 
     for path in args.files:
         name = display_name(path)
         try:
             if args.jsonl:
-                for number, output, message in _jsonl_records(path, args.field):
-                    where = {"file": name, "line": number, "field": args.field or "/".join(DEFAULT_FIELDS)}
-                    if message is None:
-                        check(output, where, f"{name}:{number}")
-                    else:
-                        problem(where, f"{name}:{number}", message, unreadable=False)
+                for number, field, output, problem in _jsonl_records(path, args.field):
+                    where = {"file": name, "line": number, "field": field}
+                    report(where, f"{name}:{number}", output, problem)
             else:
                 try:
                     text = read_text(path)
-                except NotUTF8 as err:  # a finding about this file, like a syntax error
+                except NotUTF8 as err:  # a finding about this input, like a syntax error
                     if not several:
                         raise
-                    problem({"file": name}, name, err.reason, unreadable=False)
+                    report({"file": name}, name, None, err.reason)
                     continue
-                check(text, {"file": name}, name)
-        except OSError as err:
+                report({"file": name}, name, text)
+        except (OSError, CommandError) as err:
             if not several:
                 raise
-            problem({"file": name}, name, os_message(err, with_name=False), unreadable=True)
-        except CommandError as err:
-            if not several:
-                raise
-            problem({"file": name}, name, str(err), unreadable=True)
+            tally.unreadable += 1
+            message = os_message(err, with_name=False) if isinstance(err, OSError) else str(err)
+            if args.json:
+                print(json.dumps({"file": name, "valid": False, "error": message}, ensure_ascii=False))
+            print(f"gemma4-lark validate: {name}: {message}", file=sys.stderr)
     if several:
         if args.json:
             print(json.dumps({"summary": tally.to_dict(len(args.files))}))
@@ -325,7 +327,7 @@ def cmd_validate(args) -> int:
             print(tally.line(len(args.files)))
     if tally.unreadable:
         return 2
-    return 1 if tally.invalid or tally.malformed else 0
+    return 1 if tally.invalid or tally.no_output else 0
 
 
 # --- decode, conformance, render, docs ----------------------------------------------------------
@@ -343,7 +345,11 @@ def cmd_decode(args) -> int:
         raise CommandError(f"{name}: nested too deeply to decode (lower --max-depth)", code=1) from None
     except ValueError as err:  # a value Python cannot hold, e.g. an integer past int's digit limit
         raise CommandError(f"{name}: cannot decode: {err}", code=1) from None
-    print(json.dumps(to_jsonable(result), ensure_ascii=False, indent=args.indent))
+    try:
+        print(json.dumps(to_jsonable(result), ensure_ascii=False, indent=args.indent))
+    except RecursionError:
+        raise CommandError(f"{name}: the decoded value nests too deeply to write as JSON (lower --max-depth)",
+                           code=1) from None
     return 0
 
 

@@ -83,12 +83,17 @@ def _reads(path: str):
 def _batches(parser: StreamParser, path: str, size: int | None):
     """The parser's events, one list per read of the input (fed in pieces of `size` characters),
     then the flush's."""
-    for text in _reads(path):
-        if size is None:
-            yield parser.feed(text)
-        else:
-            yield [event for i in range(0, len(text), size) for event in parser.feed(text[i:i + size])]
-    yield parser.flush()
+    try:
+        for text in _reads(path):
+            if size is None:
+                yield parser.feed(text)
+            else:
+                yield [event for i in range(0, len(text), size) for event in parser.feed(text[i:i + size])]
+        yield parser.flush()
+    except RecursionError:
+        raise CommandError(f"{display_name(path)}: nested too deeply to parse (lower --max-depth)", code=1) from None
+    except ValueError as err:  # a value Python cannot hold, e.g. an integer past int's digit limit
+        raise CommandError(f"{display_name(path)}: cannot parse: {err}", code=1) from None
 
 
 class _Summary:
@@ -129,19 +134,23 @@ def cmd_parse(args) -> int:
         # Constant memory: each event is written and dropped; only the count of failed blocks stays.
         failed = 0
         write = sys.stdout.write
-        for events in batches:
-            for event in events:
-                write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
-                failed += isinstance(event, ToolCallError)
-            sys.stdout.flush()  # once per read, so a pipe sees events as the input arrives
-        return 1 if failed else 0
+        try:
+            for events in batches:
+                for event in events:
+                    write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
+                    failed += isinstance(event, ToolCallError)
+                sys.stdout.flush()  # once per read, so a pipe sees events as the input arrives
+        except RecursionError:
+            raise CommandError(f"{display_name(args.file)}: a decoded value nests too deeply to write as JSON "
+                               "(lower --max-depth)", code=1) from None
+        return _exit_code(args, failed)
     if args.format == "summary":
         summary = _Summary()
         for events in batches:
             for event in events:
                 summary.add(event)
         print(json.dumps(summary.to_dict(), ensure_ascii=False))
-        return 1 if summary.errors else 0
+        return _exit_code(args, len(summary.errors))
     result = collect(event for events in batches for event in events)
     if args.format == "openai":
         message = {"role": "assistant", "content": result.text or None}
@@ -150,7 +159,16 @@ def cmd_parse(args) -> int:
         if result.calls:
             message["tool_calls"] = [c.to_openai() for c in result.calls]
         print(json.dumps(message, ensure_ascii=False))
-    return 1 if result.errors else 0
+    return _exit_code(args, len(result.errors))
+
+
+def _exit_code(args, failed: int) -> int:
+    """1 when a block failed, said on standard error too (the output itself is for programs)."""
+    if not failed:
+        return 0
+    print(f"gemma4-lark parse: {display_name(args.file)}: {failed} tool call block(s) failed "
+          "(tool_call_error)", file=sys.stderr)
+    return 1
 
 
 def register_fuzz(sub) -> None:
@@ -174,6 +192,13 @@ def cmd_fuzz(args) -> int:
                 print("            " + line)
             print("          " + finding.detail.splitlines()[0][:300])
 
-    report = run_campaign(StreamParser, examples=args.examples, seed=args.seed, target=args.target, progress=progress)
+    try:
+        report = run_campaign(StreamParser, examples=args.examples, seed=args.seed, target=args.target,
+                              progress=progress)
+    except OSError as err:  # standard output's own errors arrive as other exceptions (see gemma4_lark.cli)
+        if not args.target:
+            raise
+        raise CommandError(f"the --target command {args.target!r} stopped reading its input: "
+                           f"{err.strerror or err}") from None
     print(f"{sum(report.tried.values())} cases tried, {len(report.findings)} disagreement(s)")
     return 0 if report.ok else 1
