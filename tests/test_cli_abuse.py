@@ -297,3 +297,18 @@ def test_every_option_has_help():
     missing = [(" ".join(path), action.dest) for path, action in walk(build_parser(), ["gemma4-lark"])
                if not action.help or action.help == argparse.SUPPRESS]
     assert missing == []
+
+
+def test_guide_documents_every_command_and_option():
+    import argparse
+    import pathlib
+
+    guide = (pathlib.Path(__file__).parent.parent / "docs" / "guide.md").read_text(encoding="utf-8")
+    section = guide[guide.index("## Command line"):]
+    for action in build_parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                assert f"`{name}" in section, name
+                for option in sub._actions:
+                    for flag in option.option_strings:
+                        assert flag in section or flag in ("-h", "--help"), (name, flag)
