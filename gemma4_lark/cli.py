@@ -260,6 +260,8 @@ class _Tally:
 
 
 def cmd_validate(args) -> int:
+    if args.field is not None and not args.jsonl:
+        raise CommandError("--field picks a field of JSONL records: it needs --jsonl")
     several = args.jsonl or len(args.files) > 1
     tally = _Tally()
 

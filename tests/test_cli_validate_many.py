@@ -109,3 +109,10 @@ def test_caret_lines_stay_short_on_a_long_line(tmp_path, capsys):
     assert code == 1 and message.endswith(":1:200024: error: trailing comma before `}`")
     assert len(excerpt) < 200 and excerpt.startswith("...")
     assert excerpt[len(caret) - 1] == "}" and caret.strip() == "^"
+
+
+def test_field_without_jsonl_is_a_usage_error(tmp_path, capsys):
+    path = tmp_path / "one.txt"
+    path.write_text(GOOD)
+    code, _, err = _run(capsys, "validate", "--field", "output", path)
+    assert code == 2 and "--field picks a field of JSONL records: it needs --jsonl" in err
