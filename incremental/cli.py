@@ -8,7 +8,8 @@ import json
 import os
 import sys
 
-from gemma4_lark.parser import DEFAULT_MAX_DEPTH
+from gemma4_lark.cli import CommandError, NotUTF8, add_max_depth, at_least, display_name, optional_dependencies, stdin_binary
+from gemma4_lark.events import Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError
 
 from . import demo
 from .output import collect
@@ -16,14 +17,20 @@ from .parser import StreamParser
 
 
 def register_parse(sub) -> None:
-    p = sub.add_parser("parse", help="stream model output through the incremental parser")
+    p = sub.add_parser("parse", help="stream model output through the incremental parser",
+                       description="Feed model output to the streaming parser and print what it finds; "
+                                   "exit 1 if a block failed.")
     p.add_argument("file", metavar="FILE", help="input file, or - for standard input (read as it arrives)")
-    p.add_argument("--chunk", type=int, default=0, metavar="N", help="feed N characters at a time")
+    p.add_argument("--chunk", type=at_least(1), default=None, metavar="N",
+                   help="feed N characters at a time (default: each read as it arrives)")
     p.add_argument("--no-thinking", action="store_true", help="leave thought-channel markup in the text")
     p.add_argument("--start-in-thinking", action="store_true", help="the prompt ended inside a thought")
     p.add_argument("--strict", action="store_true", help="never recover a block the grammar rejects")
-    p.add_argument("--format", choices=["events", "summary", "openai"], default="events")
-    p.add_argument("--max-depth", type=int, default=DEFAULT_MAX_DEPTH)
+    p.add_argument("--format", choices=["events", "summary", "openai"], default="events",
+                   help="events: one JSON event per line as they come, in constant memory (default); "
+                        "summary: text, thoughts, calls and errors as one JSON object; "
+                        "openai: one assistant message in OpenAI's shape")
+    add_max_depth(p)
     p.set_defaults(run=cmd_parse)
 
 
@@ -32,61 +39,150 @@ def register_demo(sub) -> None:
     p.set_defaults(run=lambda args: demo.run())
 
 
-def _chunks_of(path: str, size: int):
-    """The input as it arrives: standard input is read with os.read, so a pipe streams."""
+_READ_SIZE = 65536
+
+
+def _reads(path: str):
+    """The input as text, one piece per read, as it arrives: standard input is read with os.read,
+    so a pipe streams. A UTF-8 error names its byte offset in the whole input."""
+    name = display_name(path)
     decoder = codecs.getincrementaldecoder("utf-8")()
     if path == "-":
-        fd = sys.stdin.fileno()
-        read = lambda: os.read(fd, 65536)  # noqa: E731 - returns what is available, without waiting for more
+        try:
+            fd = stdin_binary().fileno()
+        except (AttributeError, OSError, ValueError):
+            raise CommandError("standard input has no file descriptor to read from") from None
+        f = None
+        read = lambda: os.read(fd, _READ_SIZE)  # noqa: E731 - returns what is available, without waiting for more
     else:
         f = open(path, "rb")
-        read = lambda: f.read(65536)  # noqa: E731
-    while True:
-        data = read()
-        text = decoder.decode(data, final=not data)
-        for i in range(0, len(text), size or len(text) or 1):
-            yield text[i:i + size] if size else text
-        if not data:
-            return
+        read = lambda: f.read(_READ_SIZE)  # noqa: E731
+    consumed = 0  # bytes read before this read
+    try:
+        while True:
+            try:
+                data = read()
+            except OSError as err:
+                if path != "-":
+                    raise
+                raise CommandError(f"cannot read standard input: {err.strerror or err}") from None
+            try:
+                text = decoder.decode(data, final=not data)
+            except UnicodeDecodeError as err:
+                # err.object is the bytes the decoder held back from the last read, then this read
+                raise NotUTF8(name, err, consumed - (len(err.object) - len(data))) from None
+            consumed += len(data)
+            yield text
+            if not data:
+                return
+    finally:
+        if f is not None:
+            f.close()
+
+
+def _batches(parser: StreamParser, path: str, size: int | None):
+    """The parser's events, one list per read of the input (fed in pieces of `size` characters),
+    then the flush's."""
+    try:
+        for text in _reads(path):
+            if size is None:
+                yield parser.feed(text)
+            else:
+                yield [event for i in range(0, len(text), size) for event in parser.feed(text[i:i + size])]
+        yield parser.flush()
+    except RecursionError:
+        raise CommandError(f"{display_name(path)}: nested too deeply to parse (lower --max-depth)", code=1) from None
+    except ValueError as err:  # a value Python cannot hold, e.g. an integer past int's digit limit
+        raise CommandError(f"{display_name(path)}: cannot parse: {err}", code=1) from None
+
+
+class _Summary:
+    """What `--format summary` prints, gathered event by event: the events themselves are not kept."""
+
+    def __init__(self):
+        self.text: list = []
+        self.thinking: list = []
+        self.calls: list = []
+        self.errors: list = []
+        self.stop = None
+        self.counts: dict = {}
+        self._thought: list | None = None  # the open thought's deltas (the stream keeps none)
+
+    def add(self, event) -> None:
+        self.counts[event.type] = self.counts.get(event.type, 0) + 1
+        if isinstance(event, Text):
+            self.text.append(event.text)
+        elif isinstance(event, ThinkingStart):
+            self._thought = []
+        elif isinstance(event, ThinkingDelta) and self._thought is not None:
+            self._thought.append(event.text)
+        elif isinstance(event, ThinkingEnd):
+            self.thinking.append("".join(self._thought or ()))
+            self._thought = None
+        elif isinstance(event, ToolCallEnd):
+            self.calls.append({"id": event.id, "name": event.name, "arguments": event.arguments,
+                               "recovered": event.recovered, "diagnostics": [d.to_dict() for d in event.diagnostics]})
+        elif isinstance(event, ToolCallError):
+            self.errors.append({"id": event.id, "raw": event.raw, "error": event.error})
+        elif isinstance(event, Stop) and self.stop is None:
+            self.stop = event.marker
+
+    def to_dict(self) -> dict:
+        return {"text": "".join(self.text), "thinking": self.thinking, "stop": self.stop,
+                "calls": self.calls, "errors": self.errors, "counts": self.counts}
 
 
 def cmd_parse(args) -> int:
     parser = StreamParser(parse_thinking=not args.no_thinking, start_in_thinking=args.start_in_thinking,
                           strict=args.strict, max_depth=args.max_depth)
-    events = []
-    for chunk in _chunks_of(args.file, args.chunk):
-        for event in parser.feed(chunk):
-            if args.format == "events":
-                print(json.dumps(event.to_dict(), ensure_ascii=False), flush=True)
-            events.append(event)
-    for event in parser.flush():
-        if args.format == "events":
-            print(json.dumps(event.to_dict(), ensure_ascii=False), flush=True)
-        events.append(event)
-    result = collect(events)
+    batches = _batches(parser, args.file, args.chunk)
+    if args.format == "events":
+        # Constant memory: each event is written and dropped; only the count of failed blocks stays.
+        failed = 0
+        write = sys.stdout.write
+        try:
+            for events in batches:
+                for event in events:
+                    write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
+                    failed += isinstance(event, ToolCallError)
+                sys.stdout.flush()  # once per read, so a pipe sees events as the input arrives
+        except RecursionError:
+            raise CommandError(f"{display_name(args.file)}: a decoded value nests too deeply to write as JSON "
+                               "(lower --max-depth)", code=1) from None
+        return _exit_code(args, failed)
     if args.format == "summary":
-        print(json.dumps({
-            "text": result.text, "thinking": result.thinking, "stop": result.stop,
-            "calls": [{"id": c.id, "name": c.name, "arguments": c.arguments, "recovered": c.recovered,
-                       "diagnostics": [d.to_dict() for d in c.diagnostics]} for c in result.calls],
-            "errors": [{"id": e.id, "raw": e.raw, "error": e.error} for e in result.errors],
-        }, ensure_ascii=False))
-    elif args.format == "openai":
-        # failed blocks stay in the content and are listed beside it; recovered calls are marked
-        print(json.dumps(result.to_openai(), ensure_ascii=False))
-    return 1 if result.errors else 0
+        summary = _Summary()
+        for events in batches:
+            for event in events:
+                summary.add(event)
+        print(json.dumps(summary.to_dict(), ensure_ascii=False))
+        return _exit_code(args, len(summary.errors))
+    result = collect(event for events in batches for event in events)
+    # openai: failed blocks stay in the content and are listed beside it; recovered calls are marked
+    print(json.dumps(result.to_openai(), ensure_ascii=False))
+    return _exit_code(args, len(result.errors))
+
+
+def _exit_code(args, failed: int) -> int:
+    """1 when a block failed, said on standard error too (the output itself is for programs)."""
+    if not failed:
+        return 0
+    print(f"gemma4-lark parse: {display_name(args.file)}: {failed} tool call block(s) failed "
+          "(tool_call_error)", file=sys.stderr)
+    return 1
 
 
 def register_fuzz(sub) -> None:
     p = sub.add_parser("fuzz", help="differential fuzzing: grammar parsers against hand-written ones, or a target")
-    p.add_argument("--examples", type=int, default=200, help="examples per property")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--examples", type=at_least(1), default=200, metavar="N", help="examples per property (default 200)")
+    p.add_argument("--seed", type=int, default=0, help="the random seed, for a reproducible campaign (default 0)")
     p.add_argument("--target", metavar="CMD", help="an external parser speaking the JSONL protocol (see gemma4_lark.fuzz)")
     p.set_defaults(run=cmd_fuzz)
 
 
 def cmd_fuzz(args) -> int:
-    from gemma4_lark.fuzz import run_campaign
+    with optional_dependencies("fuzz"):
+        from gemma4_lark.fuzz import run_campaign
 
     def progress(label, tried, finding):
         status = "DISAGREE" if finding else "ok"
@@ -97,6 +193,13 @@ def cmd_fuzz(args) -> int:
                 print("            " + line)
             print("          " + finding.detail.splitlines()[0][:300])
 
-    report = run_campaign(StreamParser, examples=args.examples, seed=args.seed, target=args.target, progress=progress)
+    try:
+        report = run_campaign(StreamParser, examples=args.examples, seed=args.seed, target=args.target,
+                              progress=progress)
+    except OSError as err:  # standard output's own errors arrive as other exceptions (see gemma4_lark.cli)
+        if not args.target:
+            raise
+        raise CommandError(f"the --target command {args.target!r} stopped reading its input: "
+                           f"{err.strerror or err}") from None
     print(f"{sum(report.tried.values())} cases tried, {len(report.findings)} disagreement(s)")
     return 0 if report.ok else 1

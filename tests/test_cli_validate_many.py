@@ -1,0 +1,118 @@
+"""`gemma4-lark validate` over several files and over JSONL eval records, with a summary."""
+
+import json
+
+from gemma4_lark.cli import main
+
+GOOD = "<|tool_call>call:f{a:1}<tool_call|>"
+BAD = "x <|tool_call>call:f{a:1,}<tool_call|>"
+
+
+def _run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_several_files_are_each_checked_and_summed_up(tmp_path, capsys):
+    good, bad = tmp_path / "good.txt", tmp_path / "bad.txt"
+    good.write_text(GOOD)
+    bad.write_text(BAD)
+    code, out, _ = _run(capsys, "validate", good, bad, good)
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0] == f"{bad}:1:26: error: trailing comma before `}}`"
+    assert lines[-1] == "3 file(s), 3 output(s): 2 valid, 1 invalid"
+    code, out, _ = _run(capsys, "validate", good, good)
+    assert code == 0 and out == "2 file(s), 2 output(s): 2 valid, 0 invalid\n"
+
+
+def test_an_unreadable_file_among_several_is_reported_and_the_rest_checked(tmp_path, capsys):
+    good = tmp_path / "good.txt"
+    good.write_text(GOOD)
+    code, out, err = _run(capsys, "validate", tmp_path / "missing.txt", good)
+    assert code == 2
+    assert f"{tmp_path / 'missing.txt'}: No such file or directory" in err
+    assert out.splitlines()[-1] == "2 file(s), 1 output(s): 1 valid, 0 invalid; 1 file(s) could not be read"
+
+
+def test_jsonl_records_default_field_and_summary(tmp_path, capsys):
+    path = tmp_path / "evals.jsonl"
+    path.write_text("\n".join([
+        json.dumps({"id": 1, "output": GOOD}),
+        json.dumps({"id": 2, "output": BAD}),
+        "",                                   # blank lines are skipped
+        json.dumps({"id": 3, "text": GOOD}),  # the second default field
+        json.dumps({"id": 4}),
+        json.dumps({"id": 5, "output": ["not", "a", "string"]}),
+        '{"id": 6, "output": ',
+        json.dumps(GOOD),                     # a bare JSON string is its own output
+    ]) + "\n")
+    code, out, _ = _run(capsys, "validate", "--jsonl", path)
+    assert code == 1
+    assert out.splitlines() == [
+        f'{path}:2: "output", line 1, column 26: error: trailing comma before `}}`',
+        BAD,
+        " " * 25 + "^",
+        f'{path}:5: error: no field "output" or "text" in this record (choose one with --field)',
+        f'{path}:6: error: field "output" is an array, not a string',
+        f"{path}:7: error: the record is not JSON: Expecting value at line 1 column 21",
+        "1 file(s), 4 output(s): 3 valid, 1 invalid; 3 record(s) with no output to check",
+    ]
+
+
+def test_jsonl_json_report_has_one_line_per_record_and_a_summary(tmp_path, capsys):
+    path = tmp_path / "evals.jsonl"
+    path.write_text(json.dumps({"output": GOOD}) + "\n" + json.dumps({"output": BAD}) + "\n")
+    code, out, _ = _run(capsys, "validate", "--jsonl", "--json", path)
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert code == 1
+    assert [(r["line"], r["field"], r["valid"]) for r in lines[:2]] == [(1, "output", True), (2, "output", False)]
+    assert lines[1]["diagnostics"][0]["column"] == 26
+    assert lines[2] == {"summary": {"files": 1, "outputs": 2, "valid": 1, "invalid": 1, "no_output": 0, "unreadable": 0}}
+
+
+def test_jsonl_field_path(tmp_path, capsys):
+    path = tmp_path / "evals.jsonl"
+    path.write_text(json.dumps({"choices": [{"message": {"content": BAD}}], "output": GOOD}) + "\n")
+    code, out, _ = _run(capsys, "validate", "--jsonl", "--field", "choices.0.message.content", path)
+    assert code == 1 and '"choices.0.message.content", line 1, column 26' in out
+    code, out, _ = _run(capsys, "validate", "--jsonl", "--field", "choices.1.message.content", path)
+    assert code == 1 and 'no field "choices.1.message.content"' in out
+    code, _, _ = _run(capsys, "validate", "--jsonl", "--field", "output", path)
+    assert code == 0
+
+
+def test_jsonl_utf8_error_gives_the_offset_in_the_file(tmp_path, capsys):
+    path = tmp_path / "evals.jsonl"
+    first = (json.dumps({"output": GOOD}) + "\n").encode()
+    path.write_bytes(first + b'{"output": "\xff"}\n')
+    code, out, _ = _run(capsys, "validate", "--jsonl", path)
+    assert code == 1
+    assert f"{path}:2: error: not UTF-8: byte 0xff at offset {len(first) + 12} of the input" in out
+
+
+def test_single_file_json_report_is_unchanged(tmp_path, capsys):
+    path = tmp_path / "one.txt"
+    path.write_text(GOOD)
+    code, out, _ = _run(capsys, "validate", "--json", path)
+    assert code == 0 and json.loads(out) == {"file": str(path), "valid": True, "diagnostics": []}
+
+
+def test_caret_lines_stay_short_on_a_long_line(tmp_path, capsys):
+    # one line of 200 000 characters with an error at its end: the excerpt is cut, the caret aligned
+    path = tmp_path / "long.txt"
+    text = "a" * 200_000 + "<|tool_call>call:f{a:1,}<tool_call|>"
+    path.write_text(text)
+    code, out, _ = _run(capsys, "validate", path)
+    message, excerpt, caret = out.splitlines()
+    assert code == 1 and message.endswith(":1:200024: error: trailing comma before `}`")
+    assert len(excerpt) < 200 and excerpt.startswith("...")
+    assert excerpt[len(caret) - 1] == "}" and caret.strip() == "^"
+
+
+def test_field_without_jsonl_is_a_usage_error(tmp_path, capsys):
+    path = tmp_path / "one.txt"
+    path.write_text(GOOD)
+    code, _, err = _run(capsys, "validate", "--field", "output", path)
+    assert code == 2 and "--field picks a field of JSONL records: it needs --jsonl" in err
