@@ -16,7 +16,9 @@ from .errors import GemmaSyntaxError, from_lark
 from .lalr import LeanLALR
 from .model import ModelOutput, ToolCall, ToolDeclaration, ToolResponse, Thought, Transcript
 from .diagnostics import LineIndex
-from .values import MAX_INTEGER_DIGITS, Build, DepthExceeded, IntegerTooLong, NumberOutOfRange, ParseState, current
+from .values import (
+    Build, DepthExceeded, IntegerTooLong, NumberOutOfRange, ParseState, current, integer_digit_limit,
+)
 
 DEFAULT_MAX_DEPTH = 512
 
@@ -63,7 +65,7 @@ def parse_from(text: str, pos: int, start: str, *, max_depth: int = DEFAULT_MAX_
                                source=text, pos=exc.pos, text=exc.text, lines=lines) from None
     except IntegerTooLong as exc:
         raise GemmaSyntaxError(
-            f"integer too long: {exc.digits:,} digits (the limit is {MAX_INTEGER_DIGITS:,})",
+            f"integer too long: {exc.digits:,} digits (the limit is {integer_digit_limit():,})",
             source=text, pos=exc.pos, text=exc.text, lines=lines,
         ) from None
     except lark.exceptions.UnexpectedInput as exc:
@@ -108,7 +110,8 @@ def parse_declaration(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> ToolD
 def parse_value(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH):
     """One value of the value language -> str, int, float, bool, None, list or dict.
 
-    Integers are exact up to 100,000 digits (`values.MAX_INTEGER_DIGITS`).
+    Integers are exact up to 4,300 digits (`values.MAX_INTEGER_DIGITS`, CPython's default limit
+    for printing an int).
 
     Raises `GemmaSyntaxError` (a `ValueError`, with line, column and position) for text outside the
     language, nesting deeper than `max_depth`, an integer longer than that and a float beyond a

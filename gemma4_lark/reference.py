@@ -71,9 +71,10 @@ _QUOTED_BODY = {q: re.compile(r"[^%s\\]*(?:\\.[^%s\\]*)*" % (q, q), re.S) for q 
 # Diagnostics kept per call; beyond, one `more-diagnostics` entry spans the rest (memory stays a
 # constant however many recoveries a block needs).
 _MAX_NOTES = 1000
-# Integers are decoded exactly up to this many digits (CPython's int() refuses more than 4300 by
-# default, and converting more costs super-linear time); a longer one is refused with an error.
-_MAX_INT_DIGITS = 100_000  # the strict parser's bound too (values.MAX_INTEGER_DIGITS)
+# Integers are decoded exactly up to CPython's default limit for int/str conversion (so the value
+# can be printed and JSON-encoded by whoever receives it); a longer one is refused with an error.
+# The strict parser has the same bound, written there independently.
+_MAX_INT_DIGITS = 4300
 # Diagnostics that say the block was cut off rather than finished: its arguments are incomplete.
 _CUT_OFF = frozenset({"missing-bracket", "unterminated-string-at-end"})
 

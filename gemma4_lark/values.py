@@ -15,8 +15,8 @@ repeated key wins).
 from __future__ import annotations
 
 import contextvars
-import functools
 import itertools
+import sys
 from dataclasses import dataclass, field
 
 from .model import (
@@ -60,44 +60,33 @@ class IntegerTooLong(Exception):
         self.digits = digits
 
 
-# The grammar sets no limit on an integer's size, and integers are decoded exactly. Python's `int()`
-# refuses more than 4,300 digits by default (its cost is quadratic); longer integers are converted
-# by halves, at most about 120 ns a digit under this bound (as much as parsing the text around
-# them). Beyond the bound a positioned error says the integer is too long, so no input can make the
-# decoder's time per character grow without limit.
-MAX_INTEGER_DIGITS = 100_000
-_INT_CHUNK_DIGITS = 640  # within any `int()` limit Python allows (640 is the lowest it can be set to)
+# The grammar sets no limit on an integer's size; the decoder does. An integer is decoded exactly
+# up to CPython's default limit for converting between int and str, 4,300 digits: whatever the
+# parser returns can then be printed and JSON-encoded by any consumer in a default interpreter (an
+# int of 5,000 digits makes `json.dumps` raise ValueError), and converting it costs microseconds.
+# A longer integer is a positioned syntax error, never Python's ValueError. A process that lowered
+# the interpreter's limit (`sys.set_int_max_str_digits`) gets that lower bound.
+MAX_INTEGER_DIGITS = 4300
 
 
-@functools.lru_cache(maxsize=None)
-def _power_of_ten(exponent: int) -> int:
-    return 10 ** exponent
-
-
-def _decimal_to_int(digits: str, lo: int, hi: int) -> int:
-    """The value of `digits[lo:hi]` (decimal digits), divide and conquer on powers of two."""
-    count = hi - lo
-    if count <= _INT_CHUNK_DIGITS:
-        return int(digits[lo:hi])
-    low = 1 << ((count - 1).bit_length() - 1)  # few distinct powers of ten, each computed once
-    return _decimal_to_int(digits, lo, hi - low) * _power_of_ten(low) + _decimal_to_int(digits, hi - low, hi)
+def integer_digit_limit() -> int:
+    """The most digits an integer may have: MAX_INTEGER_DIGITS, or the interpreter's lower limit."""
+    interpreter = getattr(sys, "get_int_max_str_digits", lambda: 0)()  # Python 3.10.7+ has one
+    return min(MAX_INTEGER_DIGITS, interpreter) if interpreter else MAX_INTEGER_DIGITS
 
 
 def check_integer_length(text: str, pos: int) -> None:
     """Raise `IntegerTooLong` if the INTEGER token `text` at `pos` has too many digits."""
     digits = len(text) - text.startswith("-")
-    if digits > MAX_INTEGER_DIGITS:
+    if digits > integer_digit_limit():
         raise IntegerTooLong(pos, text[:20] + "…", digits)
 
 
 def decode_integer(text: str, pos: int = 0) -> int:
-    """The exact value of an INTEGER token; `IntegerTooLong` beyond `MAX_INTEGER_DIGITS` digits."""
-    if len(text) <= _INT_CHUNK_DIGITS:
-        return int(text)
-    check_integer_length(text, pos)
-    negative = text.startswith("-")
-    value = _decimal_to_int(text, int(negative), len(text))
-    return -value if negative else value
+    """The exact value of an INTEGER token; `IntegerTooLong` beyond `integer_digit_limit()` digits."""
+    if len(text) > 640:  # the lowest limit an interpreter can have: below it int() always converts
+        check_integer_length(text, pos)
+    return int(text)
 
 
 class DepthExceeded(Exception):
@@ -145,7 +134,7 @@ class Build:
     KEY = STRING = FLOAT = Located
 
     def INTEGER(self, text: str, pos: int) -> str:
-        if len(text) > _INT_CHUNK_DIGITS:
+        if len(text) > 640:  # checked as it is read, so the error has the token's position
             check_integer_length(text, pos)
         return text
 

@@ -1,5 +1,6 @@
 """Value semantics (docs/README.md, "Values in Python") through the public API, and the canonical round trip."""
 
+import json
 import math
 
 import pytest
@@ -88,18 +89,23 @@ def test_call_round_trip(arguments, name):
     assert parsed.name == name and same(parsed.arguments, arguments)
 
 
-def test_integers_beyond_pythons_digit_limit_are_exact():
-    # Python's int() refuses more than 4,300 digits; the grammar sets no limit.
-    for digits in (4_301, 10_000, 100_000):
-        assert g.parse_value("1" + "0" * (digits - 1)) == 10 ** (digits - 1)
+def test_integers_up_to_the_bound_are_exact_and_printable():
+    # 4,300 digits: CPython's default int/str limit, so what is decoded can be printed and sent as JSON
+    for digits in (641, 4_300):
+        value = g.parse_value("1" + "0" * (digits - 1))
+        assert value == 10 ** (digits - 1) and json.dumps(value) == "1" + "0" * (digits - 1)
         assert g.parse_value("-" + "9" * digits) == -(10**digits - 1)
-    mixed = "".join(str(i * 7 % 10) for i in range(12_345))
-    value = g.parse_value(mixed)
-    for _ in range(12_345 // 600 + 1):  # check it digit group by digit group, within int()'s limit
-        value, group = divmod(value, 10**600)
-        assert group == int(mixed[-600:] or "0")
-        mixed = mixed[:-600]
-    assert value == 0
+
+
+def test_a_lower_interpreter_limit_is_the_bound(monkeypatch):
+    import sys
+
+    if not hasattr(sys, "get_int_max_str_digits"):
+        pytest.skip("this interpreter has no int/str digit limit")
+    monkeypatch.setattr(sys, "get_int_max_str_digits", lambda: 1000)
+    assert g.parse_value("7" * 1000) % 10 == 7
+    with pytest.raises(g.GemmaSyntaxError, match="integer too long: 1,001 digits \\(the limit is 1,000\\)"):
+        g.parse_value("7" * 1001)
 
 
 def test_integer_beyond_the_bound_is_a_positioned_syntax_error():
@@ -112,6 +118,9 @@ def test_integer_beyond_the_bound_is_a_positioned_syntax_error():
     [diagnostic] = g.validate(text)
     assert (diagnostic.code, diagnostic.pos) == ("syntax", text.index("-"))
     assert g.parse_value("7" * MAX_INTEGER_DIGITS) % 10**9 == 777_777_777
+    for digits in (MAX_INTEGER_DIGITS + 1, 100_000):  # never Python's own ValueError
+        with pytest.raises(g.GemmaSyntaxError, match="integer too long"):
+            g.parse_value("1" * digits)
 
 
 def test_a_long_list_is_built_without_copies():
