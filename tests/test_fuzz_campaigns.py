@@ -24,7 +24,6 @@ ITEM5_TOKENS = "issue 9 item 5: the guard knows 17 tokens, not the grammar's <|w
 ITEM5_FIELDS = "issue 9 item 5: the omp image mimeType and the first line of an inventory type are not checked"
 ITEM5_SPLIT = "issue 9 item 5: the text as written is not checked, only each part"
 ITEM5_READER = "issue 9 item 5: read_official raises AttributeError on media after a dict-valued result"
-ITEM6 = "issue 9 item 6: the command line"
 
 # Known hostile inputs (fuzz/corpus.jsonl ids) that fail today.
 KNOWN_INPUTS = {
@@ -35,11 +34,8 @@ KNOWN_INPUTS = {
     "omp-image-mime": ITEM5_FIELDS, "omp-inventory-enum": ITEM5_FIELDS,
     "official-split-token-in-parts": ITEM5_SPLIT, "official-consecutive-assistants": ITEM5_SPLIT,
     "read-official-media-after-dict-result": ITEM5_READER,
-    "cli-negative-chunk": ITEM6 + ": --chunk -1 prints nothing",
-    "cli-huge-int": ITEM6 + ": a traceback on a 4301-digit integer",
     "omp-name-with-newline": ITEM5_NAME, "omp-strip-leaves-bad-name": ITEM5_NAME,
     "omp-inventory-think-enum": ITEM5_FIELDS, "omp-split-delimiter-in-parts": ITEM5_SPLIT,
-    "cli-render-null-message": ITEM6 + ": render of [null] prints a traceback",
     "official-strip-then-trim": "fuzz finding F2 (not in issue 9): unsafe='strip' strips after trimming; the prompt does not render again to itself",
     "official-empty-role": ITEM5_NAME, "official-empty-tool-name": ITEM5_NAME,
 }
