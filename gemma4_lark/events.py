@@ -9,7 +9,6 @@ of a stream tile it exactly: markup belongs to the event it delimits (`<|channel
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass, field, fields
 from typing import ClassVar
 
@@ -135,11 +134,9 @@ class ToolCallEnd(Event):
 
     def to_openai(self) -> dict:
         """The call as an OpenAI chat-completions `tool_calls` entry."""
-        return {
-            "id": self.id,
-            "type": "function",
-            "function": {"name": self.name, "arguments": json.dumps(self.arguments, ensure_ascii=False)},
-        }
+        from .render.values import json_dumps  # json.dumps recurses: RecursionError past ~1000 levels
+
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": json_dumps(self.arguments)}}
 
 
 @_fast_init

@@ -49,8 +49,9 @@ def delimited(text: str) -> str:
 
 class ValueWriter:
     def __init__(self, *, number=python_number, key=key_bare_if_possible, string=delimited,
-                 sort_keys: bool = False, unsafe: str = "error"):
+                 sort_keys: bool = False, unsafe: str = "error", separators: tuple = (",", ":")):
         self.number = number
+        self.item_separator, self.key_separator = separators
         self.key = key
         self.string = string
         self.sort_keys = sort_keys
@@ -84,14 +85,14 @@ class ValueWriter:
                 if self.sort_keys:
                     items.sort(key=_case_insensitive)
                 pending = [("}", None)]
-                last = len(items) - 1
-                for i in range(last, -1, -1):
+                comma, colon = self.item_separator, self.key_separator
+                for i in range(len(items) - 1, -1, -1):
                     k, v = items[i]
                     if not isinstance(k, str):
                         raise TypeError(f"object keys must be str, not {type(k).__name__} ({describe(path)})")
                     child = (path, k)
                     pending.append((v, child))
-                    pending.append(("," * (i > 0) + self.key(guard(k, child, unsafe)) + ":", None))
+                    pending.append((comma * (i > 0) + self.key(guard(k, child, unsafe)) + colon, None))
                 pending.append(("{", None))
                 stack.extend(pending)
             elif isinstance(item, (list, tuple)):
@@ -99,7 +100,7 @@ class ValueWriter:
                 for i in range(len(item) - 1, -1, -1):
                     pending.append((item[i], (path, i)))
                     if i:
-                        pending.append((",", None))
+                        pending.append((self.item_separator, None))
                 pending.append(("[", None))
                 stack.extend(pending)
             else:
@@ -108,6 +109,33 @@ class ValueWriter:
 
 
 CANONICAL = ValueWriter()
+
+
+def _python_json_number(value) -> str:
+    # what json.dumps writes: repr for floats (NaN and Infinity as Python's json spells them)
+    if isinstance(value, float):
+        if value != value:
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return float.__repr__(value)
+    return int.__repr__(value)
+
+
+def _json_string(text: str) -> str:
+    import json
+
+    return json.dumps(text, ensure_ascii=False)
+
+
+def json_dumps(value) -> str:
+    """`json.dumps(value, ensure_ascii=False)` with the one serializer, so any nesting depth works
+    (json.dumps recurses and raises RecursionError past ~1000 levels)."""
+    return _JSON.write(value)
+
+
+_JSON = ValueWriter(number=_python_json_number, key=_json_string, string=_json_string, unsafe="allow",
+                    separators=(", ", ": "))
 
 
 def dump_value(value, *, unsafe: str = "error") -> str:
