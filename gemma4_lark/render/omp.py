@@ -269,7 +269,7 @@ def render_tool_inventory(tools, *, unsafe: str = "error") -> str:
                 text = "\n// ".join(text.splitlines())
             lines.append("// @example " + text)
         params = _ts_type(tool.get("parameters") or {"type": "object"}, "", f"{where}.parameters")
-        name = check_name(guard(tool["name"], f"{where}.name", unsafe), f"{where}.name", unsafe)
+        name = check_name(tool["name"], f"{where}.name", unsafe)
         lines.append(f"type {name} = (_: {guard(params[0], f'{where}.parameters', unsafe)}")
         lines += [guard(line, f"{where}.parameters", unsafe) for line in params[1:]]
         lines[-1] += ") => any;"
