@@ -267,3 +267,15 @@ def test_to_openai_takes_any_depth():
     events = parser.feed(block) + parser.flush()
     end = next(e for e in events if e.type == "tool_call_end")
     assert end.to_openai()["function"]["arguments"] == '{"a": ' + "[" * levels + "]" * levels + "}"
+
+
+# --- numbers with no text in the value language -----------------------------------------------------------
+@pytest.mark.parametrize("number", [float("nan"), float("inf"), float("-inf")])
+def test_non_finite_numbers_are_refused_not_written_as_words(number):
+    # the template writes `nan` / `inf` and OMP `NaN` / `Infinity`: bare words that read back as strings
+    call = [{"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": {"x": number}}}]}]
+    with pytest.raises(UnsafeContentError, match=r"tool_calls\[0\]\.function\.arguments\.x"):
+        render_chat(call)
+    with pytest.raises(UnsafeContentError, match=r"arguments\.x"):
+        omp.render_tool_call("f", {"x": number})
+    assert "x:" + str(number) in render_chat(call, unsafe="allow")

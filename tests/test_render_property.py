@@ -31,7 +31,7 @@ _word = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True)
 _name = st.one_of(_word, _text)
 _key = st.one_of(_word, _word, _text)
 _role = st.one_of(st.sampled_from(["user", "user", "narrator"]), _text)
-_scalar = st.none() | st.booleans() | st.integers(-10**6, 10**6) | _text
+_scalar = st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats() | _text
 _value = st.recursive(_scalar, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_key, inner, max_size=3),
                       max_leaves=6)
 _arguments = st.dictionaries(_key, _value, max_size=3)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from .. import tokens
 from ..parser import DEFAULT_MAX_DEPTH
 from .safety import Run, check_name, check_policy, guard, guard_run
-from .values import ValueWriter, key_bare, key_bare_if_possible, key_quoted
+from .values import ValueWriter, key_bare, key_bare_if_possible, key_quoted, python_number
 
 VARIANTS = ("e2b", "31b")
 _D = tokens.STRING_DELIMITER
@@ -66,9 +66,12 @@ class _Renderer:
         # format_argument(..., escape_keys=False) and (..., escape_keys=True). The template writes
         # keys bare; a key the grammar's KEY terminal does not take (`to:x,memo`) would read back as
         # other members, so unless unsafe="allow" such a key is written as a `<|"|>` string.
-        self.bare = ValueWriter(number=str, key=key_bare if unsafe == "allow" else key_bare_if_possible,
+        # Likewise the template writes NaN and infinities as `nan` and `inf`, which read back as
+        # the strings "nan" and "inf": refused unless unsafe="allow".
+        number = str if unsafe == "allow" else python_number
+        self.bare = ValueWriter(number=number, key=key_bare if unsafe == "allow" else key_bare_if_possible,
                                 sort_keys=True, unsafe=unsafe)
-        self.quoted = ValueWriter(number=str, key=key_quoted, sort_keys=True, unsafe=unsafe)
+        self.quoted = ValueWriter(number=number, key=key_quoted, sort_keys=True, unsafe=unsafe)
 
     def text(self, value, where: str) -> str:
         return guard(str(value), where, self.unsafe)

@@ -20,7 +20,17 @@ from ..parser import DEFAULT_MAX_DEPTH
 from .safety import UnsafeContentError, check_name, check_policy, guard, guard_run
 from .values import ValueWriter, key_bare_if_possible
 
-_WRITERS = {policy: ValueWriter(number=js.number, key=key_bare_if_possible, unsafe=policy)
+def _finite_number(value) -> str:
+    """JavaScript's text for a number; NaN and the infinities (which OMP writes as `NaN` and
+    `Infinity`, bare words that read back as strings) are refused."""
+    text = js.number(value)
+    if text in ("NaN", "Infinity", "-Infinity"):
+        raise ValueError(f"{value!r} has no text in the value language; pass unsafe='allow' to write {text} as OMP does")
+    return text
+
+
+_WRITERS = {policy: ValueWriter(number=js.number if policy == "allow" else _finite_number, key=key_bare_if_possible,
+                                unsafe=policy)
             for policy in ("error", "strip", "allow")}
 
 
@@ -66,12 +76,11 @@ def render_tool_results(results, *, unsafe: str = "error") -> str:
     """`<|tool_response>response:NAME{output:VALUE}<tool_response|>` per result (dicts with
     "name", "text" and "is_error"; the wire has no error flag, so an error result has the same
     shape and its failure must be in its text)."""
-    return "".join(_result(result["name"], result.get("text", ""), unsafe, f"results[{i}]", f"results[{i}].name",
-                           f"results[{i}].text")
+    return "".join(_result(result["name"], result.get("text", ""), unsafe, f"results[{i}].name", f"results[{i}].text")
                    for i, result in enumerate(results))
 
 
-def _result(name: str, text: str, unsafe: str, where: str, name_at: str, text_at: str) -> str:
+def _result(name: str, text: str, unsafe: str, name_at: str, text_at: str) -> str:
     # the text is checked as the value it becomes: JSON can spell `<` as `\u003c`
     value = _result_value(text)
     return (tokens.TOOL_RESPONSE_OPEN + tokens.RESPONSE_KEYWORD + _name(name, name_at, unsafe) + "{output:"
@@ -97,7 +106,8 @@ def _content_pieces(content, where: str) -> list:
         if kind == "text":
             pieces.append((part.get("text", ""), f"{where}[{i}].text"))
         elif kind == "image":
-            pieces.append((f"[Image: {part.get('mimeType', '')}]", f"{where}[{i}].mimeType"))
+            pieces += [("[Image: ", f"{where}[{i}]"), (str(part.get("mimeType", "")), f"{where}[{i}].mimeType"),
+                       ("]", f"{where}[{i}]")]
     return pieces
 
 
@@ -119,7 +129,7 @@ def _results_of(messages, start: int, unsafe: str):
         pieces = _content_pieces(m.get("content"), f"{where}.content")
         text = "".join(piece for piece, _ in pieces)
         text_at = pieces[0][1] if len(pieces) == 1 else f"{where}.content"
-        out.append(_result(m.get("toolName", ""), text, unsafe, where, f"{where}.toolName", text_at))
+        out.append(_result(m.get("toolName", ""), text, unsafe, f"{where}.toolName", text_at))
         i += 1
     return "".join(out), i
 
@@ -249,7 +259,7 @@ def _ts_type(schema: dict, indent: str, where: str = "parameters", depth: int = 
             return [head + "[]"]
         return ["Array<" + items[0]] + items[1:-1] + [items[-1] + ">"] if len(items) > 1 else ["Array<" + items[0] + ">"]
     return [{"string": "string", "integer": "number", "number": "number", "boolean": "boolean",
-             "null": "null"}.get(kind, "any")]
+             "null": "null"}.get(kind, "any") if isinstance(kind, str) else "any"]
 
 
 def render_tool_inventory(tools, *, unsafe: str = "error") -> str:

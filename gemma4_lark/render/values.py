@@ -12,7 +12,7 @@ import math
 
 from ..grammar import terminal_pattern
 from ..tokens import STRING_DELIMITER
-from .safety import describe, guard
+from .safety import UnsafeContentError, describe, guard
 
 _KEY = terminal_pattern("KEY")
 
@@ -79,7 +79,10 @@ class ValueWriter:
             elif isinstance(item, str):
                 out.append(self._string(item, path))
             elif isinstance(item, (int, float)):
-                out.append(self.number(item))
+                try:
+                    out.append(self.number(item))
+                except ValueError as error:  # NaN and infinities: a bare word would read back as a string
+                    raise UnsafeContentError(repr(item), path, 0, f"{describe(path)}: {error}") from None
             elif isinstance(item, dict):
                 items = list(item.items())
                 if self.sort_keys:
