@@ -279,3 +279,10 @@ def test_non_finite_numbers_are_refused_not_written_as_words(number):
     with pytest.raises(UnsafeContentError, match=r"arguments\.x"):
         omp.render_tool_call("f", {"x": number})
     assert "x:" + str(number) in render_chat(call, unsafe="allow")
+
+
+def test_keys_that_strip_to_one_key_are_refused():
+    # {a<eos>:1, a:2} stripped would write `a` twice and lose a value when read back
+    with pytest.raises(UnsafeContentError, match="another key"):
+        omp.render_tool_call("f", {"a<eos>": 1, "a": 2}, unsafe="strip")
+    assert omp.render_tool_call("f", {"a<eos>": 1, "b": 2}, unsafe="strip") == "<|tool_call>call:f{a:1,b:2}<tool_call|>"

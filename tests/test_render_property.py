@@ -176,7 +176,7 @@ def _read_official_events(text, unsafe):
     return official_events(messages, tools, unsafe, given=False)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(official_conversations(), _tools, st.sampled_from(["error", "strip"]))
 def test_official_prompt_reads_back_or_is_refused(messages, tools, unsafe):
     # the properties' description and enum are read back as the prompt writes them: keep them non-empty
@@ -266,7 +266,7 @@ def _numbers_by_value(value):
     return value
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(omp_conversations(), st.sampled_from(["error", "strip"]))
 def test_omp_transcript_reads_back_or_is_refused(messages, unsafe):
     try:
@@ -279,7 +279,7 @@ def test_omp_transcript_reads_back_or_is_refused(messages, unsafe):
     assert _numbers_by_value(_omp_turns(read)) == _numbers_by_value(_omp_turns(omp_events(messages, unsafe))), text
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(st.lists(st.builds(lambda name, description, examples, enum, key: {
     "name": name, "description": description, "examples": examples,
     "parameters": {"type": "object", "properties": {key: {"type": "string", "enum": enum, "description": description}}}},

@@ -89,13 +89,21 @@ class ValueWriter:
                     items.sort(key=_case_insensitive)
                 pending = [("}", None)]
                 comma, colon = self.item_separator, self.key_separator
+                written = set() if unsafe == "strip" else None
                 for i in range(len(items) - 1, -1, -1):
                     k, v = items[i]
                     if not isinstance(k, str):
                         raise TypeError(f"object keys must be str, not {type(k).__name__} ({describe(path)})")
                     child = (path, k)
+                    key = guard(k, child, unsafe)
+                    if written is not None:
+                        # `a<eos>` stripped is `a`: two members with one key, and one would be lost
+                        if key in written:
+                            raise UnsafeContentError(k, child, 0, f"{describe(child)}: once stripped of control"
+                                                     f" tokens, key {k!r} is another key of the same object")
+                        written.add(key)
                     pending.append((v, child))
-                    pending.append((comma * (i > 0) + self.key(guard(k, child, unsafe)) + colon, None))
+                    pending.append((comma * (i > 0) + self.key(key) + colon, None))
                 pending.append(("{", None))
                 stack.extend(pending)
             elif isinstance(item, (list, tuple)):
