@@ -153,7 +153,8 @@ def read_official(text: str | Transcript) -> OfficialPrompt:
             if (message is None
                     or isinstance(part, Thought) and ("reasoning_content" in message or message.get("tool_calls")
                                                       or message.get("content") or message.get("_responded"))
-                    or isinstance(part, ToolCall) and (message.get("content") or message.get("_responded"))):
+                    or isinstance(part, ToolCall) and (message.get("content") or message.get("_responded"))
+                    or isinstance(part, ToolResponse) and not message.get("tool_calls") and message.get("content")):
                 message = {"role": "assistant", "content": ""}
                 prompt.messages.append(message)
                 pending_ids = []
@@ -167,6 +168,11 @@ def read_official(text: str | Transcript) -> OfficialPrompt:
                 message.setdefault("tool_calls", []).append(
                     {"id": call_id, "type": "function", "function": {"name": part.name, "arguments": part.arguments}})
                 pending_ids.append((call_id, part.name))
+            elif isinstance(part, ToolResponse) and not message.get("tool_calls"):
+                # a result with no call before it in the message: only an assistant message's
+                # legacy `tool_responses` writes one (a `tool` message needs the calls)
+                message["_responded"] = True
+                message.setdefault("tool_responses", []).append({"name": part.name, "response": dict(part.fields)})
             elif isinstance(part, ToolResponse):
                 message["_responded"] = True
                 result = {"role": "tool"}

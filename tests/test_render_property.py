@@ -14,10 +14,13 @@ import sys
 
 from hypothesis import event, given, settings, strategies as st
 
+from gemma4_lark import ToolCall, ToolDeclaration, parse_transcript
 from gemma4_lark.messages import read_official, read_omp
 from gemma4_lark.render import omp
 from gemma4_lark.render.official import render_chat, strip_thinking
 from gemma4_lark.render.safety import UnsafeContentError, strip_controls
+
+from test_render_official import OPTIONS
 
 # --- adversarial pieces --------------------------------------------------------------------------
 _FRAGMENTS = ["<", ">", "|", "<|", "|>", "<|\"|>", '"', "turn", "<turn|>", "<|turn>", "system", "model", "\n", " ",
@@ -114,10 +117,15 @@ _tools = st.lists(st.builds(
     _word | _name, _text, _key, _text, st.lists(_text, min_size=1, max_size=2)), max_size=2)
 
 
-def _official_text(content, role):
+def _official_text(content, role, unsafe):
+    def trim(text):
+        # trimmed as the template trims; under "strip", the stripped text trimmed again
+        text = strip_thinking(text) if role == "assistant" else text.strip()
+        return strip_controls(text).strip() if unsafe == "strip" else text
+
     if isinstance(content, str):
-        return strip_thinking(content) if role == "assistant" else content.strip()
-    return "".join(strip_thinking(p["text"]) if role == "assistant" else p["text"].strip() for p in content)
+        return trim(content)
+    return "".join(trim(p["text"]) for p in content)
 
 
 def _official_result(content, unsafe):
@@ -139,17 +147,21 @@ def official_events(messages, tools, unsafe, *, given=True):
                        strip(prop["description"]), tuple(strip(e) for e in prop["enum"]),
                        tuple(strip(r) for r in parameters["required"])))
     last_user = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=-1)
+    prior = None
     for i, message in enumerate(messages):
         role = message["role"]
-        if i == 0 and role == "system" and not _finish([("text", _official_text(message["content"], role))], unsafe):
+        if i == 0 and role == "system" and not _finish([("text", _official_text(message["content"], role, unsafe))], unsafe):
             continue  # an empty system message leaves no trace when tools open the system turn
         if role == "tool":
             events.append(("result", _official_result(message["content"], unsafe) if given else message["content"]))
             continue
+        previous, prior = prior, role
         if role != "assistant":
             events.append(("turn", role))
-            _events_text(events, "text", _official_text(message["content"], role) if given else message["content"])
+            _events_text(events, "text", _official_text(message["content"], role, unsafe) if given else message["content"])
             continue
+        if previous != "assistant":  # consecutive assistant messages share one model turn
+            events.append(("turn", "model"))
         thinking = message.get("reasoning_content")
         if thinking and (not given or i > last_user):
             events.append(("thought", thinking))
@@ -157,7 +169,7 @@ def official_events(messages, tools, unsafe, *, given=True):
             events.append(("call", call["function"]["name"], _strip_value(call["function"]["arguments"], unsafe)
                            if given else call["function"]["arguments"]))
         content = message.get("content")
-        _events_text(events, "text", (_official_text(content, role) if given else
+        _events_text(events, "text", (_official_text(content, role, unsafe) if given else
                                       content if isinstance(content, str) else "".join(p["text"] for p in content)))
     return _finish(events, unsafe if given else "allow")
 
@@ -189,6 +201,79 @@ def test_official_prompt_reads_back_or_is_refused(messages, tools, unsafe):
     event("rendered")
     expected = official_events(messages, tools, unsafe)
     assert _read_official_events(text, unsafe) == expected, text
+
+
+# --- official, wider: structure kept, and read -> render gives the prompt again ------------------------
+_wide_schema = st.recursive(
+    st.fixed_dictionaries({"type": st.sampled_from(["string", "integer", "array", "object", "STRING"])},
+                          optional={"description": _text, "enum": st.lists(_value, max_size=2), "nullable": st.booleans(),
+                                    "items": st.dictionaries(_key, _value, max_size=2)}),
+    lambda inner: st.fixed_dictionaries({"type": st.just("object"), "properties": st.dictionaries(_key, inner, max_size=2)},
+                                        optional={"required": st.lists(_text, max_size=2), "description": _text})
+    | st.fixed_dictionaries({"type": st.just("array"), "items": st.fixed_dictionaries(
+        {"type": st.just("object"), "properties": st.dictionaries(_key, inner, max_size=2)},
+        optional={"required": st.lists(_text, max_size=2)})}),
+    max_leaves=4)
+_wide_tool = st.builds(
+    lambda name, description, properties, required, response: {"type": "function", "function": {
+        "name": name, "description": description,
+        "parameters": {"type": "object", "properties": properties, "required": required},
+        **({"response": response} if response else {})}},
+    _word, _text, st.dictionaries(_key, _wide_schema, max_size=2), st.lists(_text, max_size=2),
+    st.none() | st.fixed_dictionaries({"type": st.just("object")}, optional={"description": _text}))
+_wide_part = st.builds(lambda t: {"type": "text", "text": t}, _text) | st.sampled_from(
+    [{"type": "image"}, {"type": "audio"}, {"type": "video"}, {"type": "weird"}])
+_text_parts = st.lists(st.builds(lambda t: {"type": "text", "text": t}, _text), max_size=2)
+
+
+@st.composite
+def _wide_conversations(draw):
+    messages = []
+    if draw(st.booleans()):
+        messages.append({"role": draw(st.sampled_from(["system", "developer"])),
+                         "content": draw(_text | st.lists(_wide_part, max_size=3))})
+    for turn in range(draw(st.integers(1, 3))):
+        messages.append({"role": "user", "content": draw(_text | st.lists(_wide_part, max_size=3))})
+        for _ in range(draw(st.integers(0, 2))):
+            assistant = {"role": "assistant", "content": draw(_text | _text_parts)}
+            if draw(st.booleans()):
+                assistant["reasoning_content"] = draw(_text)
+            calls = draw(st.integers(0, 2))
+            if calls:
+                assistant["tool_calls"] = [{"id": f"c{turn}{i}", "function": {
+                    "name": draw(_word), "arguments": draw(st.dictionaries(_key, _value, max_size=2))}} for i in range(calls)]
+            if draw(st.integers(0, 5)) == 0:
+                assistant["tool_responses"] = [{"name": draw(_word), "response": draw(_value)}]
+            messages.append(assistant)
+            for i in range(draw(st.integers(0, calls))):
+                messages.append({"role": "tool", "tool_call_id": f"c{turn}{i}", "content": draw(
+                    _text | st.dictionaries(_key, _value, max_size=2) | st.lists(_wide_part, max_size=2))})
+    return messages
+
+
+@settings(deadline=None)
+@given(_wide_conversations(), st.lists(_wide_tool, max_size=2), st.sampled_from(OPTIONS), st.sampled_from(["e2b", "31b"]),
+       st.sampled_from(["error", "strip"]))
+def test_official_prompt_keeps_its_structure_and_renders_back(messages, tools, options, variant, unsafe):
+    """Wider conversations (media, list contents, legacy `tool_responses`, nested schemas, every
+    option): what renders has exactly the calls and declarations given, and reading it gives
+    messages that render the same prompt again."""
+    try:
+        text = render_chat(messages, tools or None, variant=variant, unsafe=unsafe, **options)
+    except UnsafeContentError:
+        event("refused")
+        return
+    event("rendered")
+    parts = [p for t in parse_transcript(text).turns for p in t.parts]
+    assert sum(isinstance(p, ToolCall) for p in parts) == sum(len(m.get("tool_calls") or []) for m in messages)
+    assert sum(isinstance(p, ToolDeclaration) for p in parts) == len(tools)
+    read = read_official(text)
+    assert render_chat(variant=variant, unsafe=unsafe, preserve_thinking=options["preserve_thinking"],
+                       **read.render_kwargs()) == text
+    for tool, back in zip(tools, read.tools):
+        if unsafe == "error":
+            assert set(tool["function"]["parameters"]["properties"]) == set(
+                (back["function"].get("parameters") or {}).get("properties", {}))
 
 
 # --- omp ------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .. import tokens
 from ..parser import DEFAULT_MAX_DEPTH
-from .safety import Run, check_name, check_policy, guard, guard_run
+from .safety import Run, UnsafeContentError, check_name, check_policy, guard, guard_run, strip_controls
 from .values import ValueWriter, key_bare, key_bare_if_possible, key_quoted, python_number
 
 VARIANTS = ("e2b", "31b")
@@ -76,6 +76,27 @@ class _Renderer:
     def text(self, value, where: str) -> str:
         return guard(str(value), where, self.unsafe)
 
+    def sorted(self, mapping: dict, where: str):
+        """`dictsort`, by the key as written (stripped, under "strip", where two keys that become
+        one are refused, as in values)."""
+        if self.unsafe != "strip":
+            return _items_sorted(mapping)
+        seen = {}
+        for key in mapping:
+            written = strip_controls(key) if isinstance(key, str) else key
+            if written in seen:
+                raise UnsafeContentError(key, f"{where}.{key}", 0, f"{where}.{key}: once stripped of control tokens,"
+                                         f" key {key!r} is another key of the same object")
+            seen[written] = key
+        return sorted(mapping.items(), key=lambda item: strip_controls(item[0]).lower() if isinstance(item[0], str)
+                      else item[0])
+
+    def trim(self, text, role: str = "system") -> str:
+        """Content as the template writes it: trimmed (assistant content also loses its thoughts).
+        Under "strip" the tokens go first, so the text is what the stripped message would give."""
+        text = strip_thinking(text) if role == "model" else str(text).strip()
+        return strip_controls(text).strip() if self.unsafe == "strip" else text
+
     def name(self, value, where: str) -> str:
         """A tool name: the grammar's NAME, or refused (see check_name)."""
         return check_name(str(value), where, self.unsafe)
@@ -94,7 +115,7 @@ class _Renderer:
             raise ValueError(f"{where}: the schema nests deeper than {DEFAULT_MAX_DEPTH} levels once rendered")
         out = []
         first = True
-        for key, value in _items_sorted(properties):
+        for key, value in self.sorted(properties, where):
             if filter_keys and key in _STANDARD_KEYS:
                 continue
             at = f"{where}.{key}"
@@ -104,8 +125,10 @@ class _Renderer:
             out.append(self.key(key, at) + ":{")
             comma = False
             description = _get(value, "description")
+            if description:  # as the stripped schema would be: an all-token description is none
+                description = self.text(description, at + ".description")
             if description:
-                out.append("description:" + _D + self.text(description, at + ".description") + _D)
+                out.append("description:" + _D + description + _D)
                 comma = True
             kind = _upper(_get(value, "type"))
             if kind == "STRING":
@@ -121,7 +144,7 @@ class _Renderer:
                     comma = True
                     out.append("items:{")
                     first_item = True
-                    for item_key, item_value in _items_sorted(items):
+                    for item_key, item_value in self.sorted(items, at + ".items"):
                         if item_value is None:
                             continue
                         if not first_item:
@@ -187,7 +210,9 @@ class _Renderer:
             out.append(",response:{")
             description = _get(response, "description")
             if description:
-                out.append("description:" + _D + self.text(description, where + ".response.description") + _D + ",")
+                description = self.text(description, where + ".response.description")
+            if description:
+                out.append("description:" + _D + description + _D + ",")
             if _upper(_get(response, "type")) == "OBJECT":
                 out.append("type:" + _D + "OBJECT" + _D + "}")
         out.append("}")
@@ -223,14 +248,14 @@ class _Renderer:
         pieces = []
         media = False
         if isinstance(content, str):
-            pieces.append((strip_thinking(content) if role == "model" else content.strip(), where))
+            pieces.append((self.trim(content, role), where))
             run.content(*pieces[-1])
         elif isinstance(content, (list, tuple)):
             for i, item in enumerate(content):
                 kind = item.get("type")
                 if kind == "text":
                     text = item.get("text", "")
-                    pieces.append((strip_thinking(text) if role == "model" else str(text).strip(), f"{where}[{i}].text"))
+                    pieces.append((self.trim(text, role), f"{where}[{i}].text"))
                     run.content(*pieces[-1])
                 elif _media_token(kind):
                     run.structure(_media_token(kind))
@@ -278,10 +303,10 @@ def render_chat(messages, tools=None, *, add_generation_prompt: bool = False, en
         if first_role in ("system", "developer"):
             content = messages[0].get("content")
             if isinstance(content, str):
-                out.content(content.strip(), "messages[0].content")
+                out.content(r.trim(content), "messages[0].content")
             elif isinstance(content, (list, tuple)):
                 for i, item in enumerate(content):
-                    out.content(str(_get(item, "text")).strip(), f"messages[0].content[{i}]")
+                    out.content(r.trim(_get(item, "text")), f"messages[0].content[{i}]")
                     out.content(" ", f"messages[0].content[{i}]")
             loop = loop[1:]
         if tools:
@@ -306,6 +331,8 @@ def render_chat(messages, tools=None, *, add_generation_prompt: bool = False, en
             out.structure(tokens.TURN_OPEN + check_name(r.text(role, where + ".role"), where + ".role", unsafe,
                                                         "ROLE_LINE", "\n") + "\n")
         thinking = message.get("reasoning") or message.get("reasoning_content")
+        if thinking and unsafe == "strip":  # reasoning that is all tokens is no reasoning
+            thinking = strip_controls(str(thinking))
         tool_calls = message.get("tool_calls")
         if thinking and (index > last_user or (preserve_thinking and tool_calls)):
             out.structure(tokens.THOUGHT_OPEN)

@@ -84,24 +84,26 @@ class ValueWriter:
                 except ValueError as error:  # NaN and infinities: a bare word would read back as a string
                     raise UnsafeContentError(repr(item), path, 0, f"{describe(path)}: {error}") from None
             elif isinstance(item, dict):
-                items = list(item.items())
-                if self.sort_keys:
-                    items.sort(key=_case_insensitive)
-                pending = [("}", None)]
-                comma, colon = self.item_separator, self.key_separator
-                written = set() if unsafe == "strip" else None
-                for i in range(len(items) - 1, -1, -1):
-                    k, v = items[i]
+                members = []
+                for k, v in item.items():
                     if not isinstance(k, str):
                         raise TypeError(f"object keys must be str, not {type(k).__name__} ({describe(path)})")
                     child = (path, k)
-                    key = guard(k, child, unsafe)
-                    if written is not None:
-                        # `a<eos>` stripped is `a`: two members with one key, and one would be lost
-                        if key in written:
+                    members.append((guard(k, child, unsafe), k, v, child))
+                if self.sort_keys:  # by the key as written, so that a stripped key sorts where it lands
+                    members.sort(key=_case_insensitive)
+                if unsafe == "strip" and len({m[0] for m in members}) < len(members):
+                    # `a<eos>` stripped is `a`: two members with one key, and one would be lost
+                    seen = set()
+                    for key, k, _, child in members:
+                        if key in seen:
                             raise UnsafeContentError(k, child, 0, f"{describe(child)}: once stripped of control"
                                                      f" tokens, key {k!r} is another key of the same object")
-                        written.add(key)
+                        seen.add(key)
+                pending = [("}", None)]
+                comma, colon = self.item_separator, self.key_separator
+                for i in range(len(members) - 1, -1, -1):
+                    key, _, v, child = members[i]
                     pending.append((v, child))
                     pending.append((comma * (i > 0) + self.key(key) + colon, None))
                 pending.append(("{", None))
