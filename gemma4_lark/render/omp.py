@@ -17,7 +17,7 @@ from .. import tokens
 from ..model import ToolCall
 from . import js
 from ..parser import DEFAULT_MAX_DEPTH
-from .safety import UnsafeContentError, check_name, check_policy, guard, guard_run
+from .safety import check_name, check_policy, guard, guard_run
 from .values import ValueWriter, key_bare_if_possible
 
 def _finite_number(value) -> str:
