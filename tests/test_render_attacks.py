@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 import gemma4_lark as g
 from gemma4_lark.errors import GemmaSyntaxError
 from gemma4_lark.grammar import literal_terminals, terminal_pattern
-from gemma4_lark.messages import read_official, read_omp
+from gemma4_lark.messages import read_official, read_omp, to_openai_messages
 from gemma4_lark.render import omp
 from gemma4_lark.render.official import render_chat
 from gemma4_lark.render.safety import CONTROL, UnsafeContentError, guard, strip_controls
@@ -296,3 +296,11 @@ def test_a_json_escaped_token_in_an_omp_result_is_checked_as_the_value_it_become
     with pytest.raises(UnsafeContentError, match=r"messages\[1\]\.content\[0\]\.text"):
         omp.render_transcript(messages)
     assert _turn_roles(omp.render_transcript(messages, unsafe="strip")) == ["model"]
+
+
+def test_a_deep_transcript_reads_and_renders_back_at_any_max_depth():
+    levels = 3000
+    text = ("<bos><|turn>model\n<|tool_call>call:f{a:" + "[" * levels + "]" * levels + "}<tool_call|>"
+            "<|tool_response>")
+    messages = to_openai_messages(g.parse_transcript(text, max_depth=levels + 10))
+    assert render_chat(messages) == text
