@@ -158,9 +158,10 @@ def read_official(text: str | Transcript) -> OfficialPrompt:
                 message = {"role": "assistant", "content": ""}
                 prompt.messages.append(message)
                 pending_ids = []
+            if isinstance(part, Thought) and not part.text:
+                # the 26B/31B generation prefill with the model's answer after it: no reasoning
+                continue
             if isinstance(part, Thought):
-                if not part.text:
-                    _no_empty_thought(number, "official")
                 message["reasoning_content"] = part.text[:-1] if part.text.endswith("\n") else part.text
             elif isinstance(part, ToolCall):
                 call_id = f"call_{calls}"

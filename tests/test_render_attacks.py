@@ -215,10 +215,16 @@ def test_a_leading_developer_turn_survives_read_and_render():
     assert render_chat(**read_official(text).render_kwargs()) == text
 
 
-@pytest.mark.parametrize("read", [read_official, read_omp])
-def test_an_empty_thought_is_a_clear_error(read):
+def test_an_empty_thought_is_a_clear_error_in_omp():
+    # OMP writes nothing for empty thinking: no messages render this transcript
     with pytest.raises(ValueError, match="empty thought"):
-        read("<bos><|turn>model\n<|channel>thought\n<channel|>hi<turn|>\n")
+        read_omp("<bos><|turn>model\n<|channel>thought\n<channel|>hi<turn|>")
+
+
+def test_an_empty_thought_in_official_is_the_prefill_before_the_answer():
+    prompt = render_chat([{"role": "user", "content": "q"}], add_generation_prompt=True, variant="31b")
+    read = read_official(prompt + "Answer.<turn|>\n")
+    assert read.messages[-1] == {"role": "assistant", "content": "Answer."}
 
 
 @pytest.mark.parametrize("read", [read_official, read_omp])
