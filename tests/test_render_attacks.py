@@ -310,3 +310,18 @@ def test_a_deep_transcript_reads_and_renders_back_at_any_max_depth():
             "<|tool_response>")
     messages = to_openai_messages(g.parse_transcript(text, max_depth=levels + 10))
     assert render_chat(messages) == text
+
+
+@pytest.mark.parametrize("unsafe", ["error", "strip"])
+@pytest.mark.parametrize("content", ["response:", " \nresponse:f{a:1}", [{"type": "text", "text": "resp"},
+                                                                        {"type": "text", "text": "onse:x"}]])
+def test_text_after_calls_waiting_for_results_cannot_begin_a_result(content, unsafe):
+    # found by the property test: the template writes the next assistant message right after the
+    # bare <|tool_response>, and `response:` there is the head of a result block
+    messages = [{"role": "user", "content": "q"},
+                {"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": {}}}]},
+                {"role": "assistant", "content": content}]
+    with pytest.raises(UnsafeContentError, match="response:"):
+        render_chat(messages, unsafe=unsafe)
+    assert render_chat(messages[:2] + [{"role": "assistant", "content": "my response: ok"}]).endswith(
+        "<|tool_response>my response: ok<turn|>\n")

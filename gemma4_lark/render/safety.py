@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from ..grammar import terminal_pattern
-from ..tokens import STRING_DELIMITER
+from ..tokens import STRING_DELIMITER, TOOL_RESPONSE_OPEN
 
 UNSAFE_POLICIES = ("error", "strip", "allow")
 
@@ -170,12 +170,26 @@ class Run:
 
     def flush(self) -> None:
         if self.pending:
-            self.out.append(guard_run(self.pending, self.unsafe))
+            text = guard_run(self.pending, self.unsafe)
+            if self.unsafe != "allow" and self.out and self.out[-1].endswith(TOOL_RESPONSE_OPEN):
+                _check_after_awaiting(text, self.pending)
+            self.out.append(text)
             self.pending = []
 
     def text(self) -> str:
         self.flush()
         return "".join(self.out)
+
+
+def _check_after_awaiting(text: str, pieces) -> None:
+    """Text right after a bare `<|tool_response>` (calls waiting for results) must not begin a
+    result block's head: the grammar's RESPONSE_KEYWORD takes `response:` there, and the model
+    would read what follows as a tool's result."""
+    if terminal_pattern("RESPONSE_KEYWORD").match(text):
+        where = next((w for t, w in pieces if t), pieces[0][1])
+        raise UnsafeContentError("response:", where, 0, (
+            f"{describe(where)} begins with 'response:' right after a bare {TOOL_RESPONSE_OPEN}: it would be read"
+            f" as the head of a tool result; pass unsafe='allow' to write it anyway"))
 
 
 def check_name(name, where, unsafe: str, terminal: str = "NAME", suffix: str = "") -> str:
