@@ -22,6 +22,13 @@ from gemma4_lark.render.safety import UnsafeContentError, strip_controls
 
 from test_render_official import OPTIONS
 
+def _refusal(error) -> str:
+    """The kind of refusal, for hypothesis's statistics."""
+    text = str(error)
+    return "refused: " + ("name or role" if "terminal" in text else "control token" if "control token" in text
+                          else "other")
+
+
 # --- adversarial pieces --------------------------------------------------------------------------
 _FRAGMENTS = ["<", ">", "|", "<|", "|>", "<|\"|>", '"', "turn", "<turn|>", "<|turn>", "system", "model", "\n", " ",
               ":", ",", "{", "}", "[", "]", "a", "b", "x y", "call:", "response:", "<|tool_call>", "<tool_call|>",
@@ -196,7 +203,7 @@ def test_official_prompt_reads_back_or_is_refused(messages, tools, unsafe):
     try:
         text = render_chat(messages, tools or None, unsafe=unsafe)
     except UnsafeContentError:
-        event("refused: " + (str(sys.exc_info()[1]).split(" ")[0] if "terminal" not in str(sys.exc_info()[1]) else "name"))
+        event(_refusal(sys.exc_info()[1]))
         return
     event("rendered")
     expected = official_events(messages, tools, unsafe)
@@ -357,7 +364,7 @@ def test_omp_transcript_reads_back_or_is_refused(messages, unsafe):
     try:
         text = omp.render_transcript(messages, unsafe=unsafe)
     except UnsafeContentError:
-        event("refused: " + (str(sys.exc_info()[1]).split(" ")[0] if "terminal" not in str(sys.exc_info()[1]) else "name"))
+        event(_refusal(sys.exc_info()[1]))
         return
     event("rendered")
     read = omp_events(read_omp(text), unsafe, given=False)
@@ -374,7 +381,7 @@ def test_omp_inventory_holds_no_control_token_and_no_line_outside_a_comment(tool
     try:
         text = omp.render_tool_inventory(tools, unsafe=unsafe)
     except UnsafeContentError:
-        event("refused: " + (str(sys.exc_info()[1]).split(" ")[0] if "terminal" not in str(sys.exc_info()[1]) else "name"))
+        event(_refusal(sys.exc_info()[1]))
         return
     event("rendered")
     from gemma4_lark.render.safety import CONTROL
