@@ -325,3 +325,7 @@ def test_text_after_calls_waiting_for_results_cannot_begin_a_result(content, uns
         render_chat(messages, unsafe=unsafe)
     assert render_chat(messages[:2] + [{"role": "assistant", "content": "my response: ok"}]).endswith(
         "<|tool_response>my response: ok<turn|>\n")
+
+
+def test_thinking_that_is_all_tokens_strips_to_no_thought():
+    assert omp.render_thinking("<eos><turn|>", unsafe="strip") == ""

@@ -89,9 +89,10 @@ def _result(name: str, text: str, unsafe: str, name_at: str, text_at: str) -> st
 
 def render_thinking(text: str, *, unsafe: str = "error", where: str = "thinking") -> str:
     """`<|channel>thought\\n` + text + `<channel|>`; empty thinking renders nothing."""
-    if not text:
+    text = guard(text, where, unsafe)
+    if not text:  # also when stripping left nothing: OMP writes no empty thought
         return ""
-    return tokens.THOUGHT_OPEN + guard(text, where, unsafe) + tokens.CHANNEL_CLOSE
+    return tokens.THOUGHT_OPEN + text + tokens.CHANNEL_CLOSE
 
 
 # --- transcripts ------------------------------------------------------------------------------
