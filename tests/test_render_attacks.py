@@ -329,3 +329,14 @@ def test_text_after_calls_waiting_for_results_cannot_begin_a_result(content, uns
 
 def test_thinking_that_is_all_tokens_strips_to_no_thought():
     assert omp.render_thinking("<eos><turn|>", unsafe="strip") == ""
+
+
+def test_legacy_tool_responses_read_back_as_such():
+    # a result with no call before it is written only by an assistant message's `tool_responses`;
+    # read as an orphan tool message, the template would drop it
+    messages = [{"role": "user", "content": "q"},
+                {"role": "assistant", "content": "", "tool_responses": [{"name": "a", "response": None}]}]
+    text = render_chat(messages)
+    read = read_official(text)
+    assert read.messages[-1]["tool_responses"] == [{"name": "a", "response": {"value": None}}]
+    assert render_chat(**read.render_kwargs()) == text

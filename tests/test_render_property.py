@@ -252,8 +252,6 @@ def _wide_conversations(draw):
             if calls:
                 assistant["tool_calls"] = [{"id": f"c{turn}{i}", "function": {
                     "name": draw(_word), "arguments": draw(st.dictionaries(_key, _value, max_size=2))}} for i in range(calls)]
-            if draw(st.integers(0, 5)) == 0:
-                assistant["tool_responses"] = [{"name": draw(_word), "response": draw(_value)}]
             messages.append(assistant)
             for i in range(draw(st.integers(0, calls))):
                 messages.append({"role": "tool", "tool_call_id": f"c{turn}{i}", "content": draw(
@@ -265,8 +263,7 @@ def _wide_conversations(draw):
 @given(_wide_conversations(), st.lists(_wide_tool, max_size=2), st.sampled_from(OPTIONS), st.sampled_from(["e2b", "31b"]),
        st.sampled_from(["error", "strip"]))
 def test_official_prompt_keeps_its_structure_and_renders_back(messages, tools, options, variant, unsafe):
-    """Wider conversations (media, list contents, legacy `tool_responses`, nested schemas, every
-    option): what renders has exactly the calls and declarations given, and reading it gives
+    """Wider conversations (media, list contents, nested schemas, every option): what renders has exactly the calls and declarations given, and reading it gives
     messages that render the same prompt again."""
     try:
         text = render_chat(messages, tools or None, variant=variant, unsafe=unsafe, **options)
