@@ -214,7 +214,6 @@ def _as_output(value, name: str) -> str:
 def _jsonl_records(path: str, field: str | None):
     """(line number, field name, model output or None, problem or None) for each non-blank line,
     one at a time: memory holds one line, however long the file."""
-    name = display_name(path)
     stream = stdin_binary() if path == "-" else open(path, "rb")
     try:
         offset = 0

@@ -143,10 +143,16 @@ class ToolCallEnd(Event):
         entry then also holds `"recovered": true` and the `diagnostics` (clients that do not know
         these keys ignore them; the call is never passed off as one the model wrote correctly).
         Raises nothing."""
+        try:
+            arguments = json.dumps(self.arguments, ensure_ascii=False)
+        except RecursionError:  # json.dumps recurses; the one serializer of render.values does not
+            from .render.values import json_dumps
+
+            arguments = json_dumps(self.arguments)
         entry: dict[str, Any] = {
             "id": self.id,
             "type": "function",
-            "function": {"name": self.name, "arguments": json.dumps(self.arguments, ensure_ascii=False)},
+            "function": {"name": self.name, "arguments": arguments},
         }
         if self.recovered:
             entry["recovered"] = True

@@ -16,7 +16,37 @@ from .model import (
     AwaitingResponse, Media, Text, ThinkSwitch, Thought, ThoughtPrefill, ToolCall, ToolDeclaration, ToolResponse,
     Transcript,
 )
+from .errors import GemmaSyntaxError
 from .parser import parse_transcript
+
+_BOM = "\ufeff"
+
+
+def _parse(text: str | Transcript) -> Transcript:
+    """The transcript, with a clear message for the two ways a file's encoding breaks one: a byte
+    order mark before `<bos>`, and Windows line ends (a role line ends with `\n` alone)."""
+    if not isinstance(text, str):
+        return text
+    if text.startswith(_BOM):
+        raise GemmaSyntaxError("a byte order mark (U+FEFF) comes before the transcript; read the file with"
+                               " encoding='utf-8-sig' or remove it", source=text, pos=0, text=_BOM)
+    try:
+        return parse_transcript(text)
+    except GemmaSyntaxError as error:
+        crlf = text.find("\r\n", text.rfind("\n", 0, error.pos) + 1)
+        if crlf < 0 or "\n" in text[error.pos:crlf]:
+            raise
+        try:
+            parse_transcript(text.replace("\r\n", "\n"))
+        except GemmaSyntaxError:
+            raise error from None
+        raise GemmaSyntaxError("Windows line ends (\\r\\n): a role line ends with \\n alone; convert the"
+                               " line ends before reading", source=text, pos=crlf, text="\r\n") from None
+
+
+def _no_empty_thought(turn_number: int, profile: str) -> None:
+    raise ValueError(f"turn {turn_number} holds an empty thought, which the {profile} profile never writes"
+                     " (empty reasoning renders nothing): no messages render this transcript")
 
 
 @dataclass
@@ -65,7 +95,7 @@ def _add_content(message: dict, part) -> None:
 
 def read_official(text: str | Transcript) -> OfficialPrompt:
     """Read a prompt rendered by the official template (either variant). Raises `GemmaSyntaxError` when `text` is not a transcript the grammar accepts."""
-    transcript = parse_transcript(text) if isinstance(text, str) else text
+    transcript = _parse(text)
     prompt = OfficialPrompt()
     turns = list(transcript.turns)
     if turns and turns[0].role == "system":
@@ -95,6 +125,10 @@ def read_official(text: str | Transcript) -> OfficialPrompt:
         if not last.parts or last.parts == [Thought("")]:
             prompt.add_generation_prompt = True  # `<|turn>model\n`, and the 31B prefill
             turns.pop()
+    if turns and turns[0].role == "developer" and not any(m["role"] == "system" for m in prompt.messages):
+        # A first message `developer` would become the system turn; a developer turn first was
+        # written after a message that renders nothing: a tool result with no call before it.
+        prompt.messages.append({"role": "tool", "content": ""})
     calls = 0
     for number, turn in enumerate(turns):
         if turn.role != "model":
@@ -120,10 +154,14 @@ def read_official(text: str | Transcript) -> OfficialPrompt:
             if (message is None
                     or isinstance(part, Thought) and ("reasoning_content" in message or message.get("tool_calls")
                                                       or message.get("content") or message.get("_responded"))
-                    or isinstance(part, ToolCall) and (message.get("content") or message.get("_responded"))):
+                    or isinstance(part, ToolCall) and (message.get("content") or message.get("_responded"))
+                    or isinstance(part, ToolResponse) and not message.get("tool_calls") and message.get("content")):
                 message = {"role": "assistant", "content": ""}
                 prompt.messages.append(message)
                 pending_ids = []
+            if isinstance(part, Thought) and not part.text:
+                # the 26B/31B generation prefill with the model's answer after it: no reasoning
+                continue
             if isinstance(part, Thought):
                 message["reasoning_content"] = part.text[:-1] if part.text.endswith("\n") else part.text
             elif isinstance(part, ToolCall):
@@ -132,6 +170,11 @@ def read_official(text: str | Transcript) -> OfficialPrompt:
                 message.setdefault("tool_calls", []).append(
                     {"id": call_id, "type": "function", "function": {"name": part.name, "arguments": part.arguments}})
                 pending_ids.append((call_id, part.name))
+            elif isinstance(part, ToolResponse) and not message.get("tool_calls"):
+                # a result with no call before it in the message: only an assistant message's
+                # legacy `tool_responses` writes one (a `tool` message needs the calls)
+                message["_responded"] = True
+                message.setdefault("tool_responses", []).append({"name": part.name, "response": dict(part.fields)})
             elif isinstance(part, ToolResponse):
                 message["_responded"] = True
                 result = {"role": "tool"}
@@ -142,7 +185,10 @@ def read_official(text: str | Transcript) -> OfficialPrompt:
                 value = part.fields.get("value") if list(part.fields) == ["value"] else None
                 result["content"] = value if isinstance(value, str) else dict(part.fields)
                 prompt.messages.append(result)
-            elif isinstance(part, Media) and prompt.messages[-1]["role"] == "tool":
+            elif (isinstance(part, Media) and prompt.messages[-1]["role"] == "tool"
+                  and isinstance(prompt.messages[-1]["content"], (str, list))):
+                # the template writes a tool message's media after its text result; after an
+                # object result, media is the next assistant message's content (below)
                 result = prompt.messages[-1]
                 if isinstance(result["content"], str):
                     result["content"] = [{"type": "text", "text": result["content"]}]
@@ -184,16 +230,18 @@ def _omp_result_text(value) -> str:
 
 def read_omp(text: str | Transcript) -> list[dict[str, Any]]:
     """Read a transcript rendered by the omp profile into OMP's message shape. Raises `GemmaSyntaxError` when `text` is not a transcript the grammar accepts."""
-    transcript = parse_transcript(text) if isinstance(text, str) else text
+    transcript = _parse(text)
     messages = []
     calls = 0
-    for turn in transcript.turns:
+    for number, turn in enumerate(transcript.turns):
         if turn.role in ("system", "user"):
             messages.append({"role": turn.role, "content": "".join(p.text for p in turn.parts if isinstance(p, Text))})
             continue
         content, results, ids = [], [], []
         for part in turn.parts:
             if isinstance(part, Thought):
+                if not part.text:
+                    _no_empty_thought(number, "omp")
                 content.append({"type": "thinking", "thinking": part.text})
             elif isinstance(part, Text):
                 content.append({"type": "text", "text": part.text})

@@ -26,7 +26,9 @@ IMAGE = "<|image|>"
 AUDIO = "<|audio|>"
 VIDEO = "<|video|>"
 
-# Every token that structures a prompt. Content that contains one of them can forge structure.
+# The tokens the format itself uses. The renderers' guard does not rely on this list: any
+# `<|word>`, `<|word|>`, `<word|>` is a control token, as the grammar's TEXT terminal says (see
+# render/safety.py); a test checks every token here is one.
 CONTROL_TOKENS = (
     BOS, EOS, TURN_OPEN, TURN_CLOSE, TOOL_OPEN, TOOL_CLOSE, TOOL_CALL_OPEN, TOOL_CALL_CLOSE,
     TOOL_RESPONSE_OPEN, TOOL_RESPONSE_CLOSE, STRING_DELIMITER, THINK, CHANNEL_OPEN, CHANNEL_CLOSE,

@@ -14,8 +14,9 @@ is exactly the template's.
 from __future__ import annotations
 
 from .. import tokens
-from .safety import check_policy, guard
-from .values import ValueWriter, key_bare, key_quoted
+from ..parser import DEFAULT_MAX_DEPTH
+from .safety import Run, UnsafeContentError, check_name, check_policy, guard, guard_run, strip_controls
+from .values import ValueWriter, key_bare, key_bare_if_possible, key_quoted, python_number
 
 VARIANTS = ("e2b", "31b")
 _D = tokens.STRING_DELIMITER
@@ -62,29 +63,72 @@ def _items_sorted(mapping: dict):
 class _Renderer:
     def __init__(self, unsafe: str):
         self.unsafe = unsafe
-        # format_argument(..., escape_keys=False) and (..., escape_keys=True)
-        self.bare = ValueWriter(number=str, key=key_bare, sort_keys=True, unsafe=unsafe)
-        self.quoted = ValueWriter(number=str, key=key_quoted, sort_keys=True, unsafe=unsafe)
+        # format_argument(..., escape_keys=False) and (..., escape_keys=True). The template writes
+        # keys bare; a key the grammar's KEY terminal does not take (`to:x,memo`) would read back as
+        # other members, so unless unsafe="allow" such a key is written as a `<|"|>` string.
+        # Likewise the template writes NaN and infinities as `nan` and `inf`, which read back as
+        # the strings "nan" and "inf": refused unless unsafe="allow".
+        number = str if unsafe == "allow" else python_number
+        self.bare = ValueWriter(number=number, key=key_bare if unsafe == "allow" else key_bare_if_possible,
+                                sort_keys=True, unsafe=unsafe)
+        self.quoted = ValueWriter(number=number, key=key_quoted, sort_keys=True, unsafe=unsafe)
 
     def text(self, value, where: str) -> str:
         return guard(str(value), where, self.unsafe)
 
+    def sorted(self, mapping: dict, where: str):
+        """`dictsort`, by the key as written (stripped, under "strip", where two keys that become
+        one are refused, as in values)."""
+        if self.unsafe != "strip":
+            return _items_sorted(mapping)
+        seen = {}
+        for key in mapping:
+            written = strip_controls(key) if isinstance(key, str) else key
+            if written in seen:
+                raise UnsafeContentError(key, f"{where}.{key}", 0, f"{where}.{key}: once stripped of control tokens,"
+                                         f" key {key!r} is another key of the same object")
+            seen[written] = key
+        return sorted(mapping.items(), key=lambda item: strip_controls(item[0]).lower() if isinstance(item[0], str)
+                      else item[0])
+
+    def trim(self, text, role: str = "system") -> str:
+        """Content as the template writes it: trimmed (assistant content also loses its thoughts).
+        Under "strip" the tokens go first, so the text is what the stripped message would give."""
+        text = strip_thinking(text) if role == "model" else str(text).strip()
+        return strip_controls(text).strip() if self.unsafe == "strip" else text
+
+    def name(self, value, where: str) -> str:
+        """A tool name: the grammar's NAME, or refused (see check_name)."""
+        return check_name(str(value), where, self.unsafe)
+
+    def key(self, value, where: str) -> str:
+        """A bare key the template writes in a declaration, quoted when KEY does not take it."""
+        text = self.text(value, where)
+        return text if self.unsafe == "allow" else key_bare_if_possible(text)
+
     # --- declarations -------------------------------------------------------------------------
-    def parameters(self, properties: dict, where: str, filter_keys: bool = False) -> str:
+    def parameters(self, properties: dict, where: str, filter_keys: bool = False, depth: int = 2) -> str:
+        # Each level of a schema is two levels of the value (`properties:{name:{`); past the
+        # parser's nesting limit the prompt could not be read back, and Python's stack would
+        # overflow a little further on, so the limit is an error naming the field.
+        if depth > DEFAULT_MAX_DEPTH:
+            raise ValueError(f"{where}: the schema nests deeper than {DEFAULT_MAX_DEPTH} levels once rendered")
         out = []
         first = True
-        for key, value in _items_sorted(properties):
+        for key, value in self.sorted(properties, where):
             if filter_keys and key in _STANDARD_KEYS:
                 continue
             at = f"{where}.{key}"
             if not first:
                 out.append(",")
             first = False
-            out.append(self.text(key, at) + ":{")
+            out.append(self.key(key, at) + ":{")
             comma = False
             description = _get(value, "description")
+            if description:  # as the stripped schema would be: an all-token description is none
+                description = self.text(description, at + ".description")
             if description:
-                out.append("description:" + _D + self.text(description, at + ".description") + _D)
+                out.append("description:" + _D + description + _D)
                 comma = True
             kind = _upper(_get(value, "type"))
             if kind == "STRING":
@@ -100,7 +144,7 @@ class _Renderer:
                     comma = True
                     out.append("items:{")
                     first_item = True
-                    for item_key, item_value in _items_sorted(items):
+                    for item_key, item_value in self.sorted(items, at + ".items"):
                         if item_value is None:
                             continue
                         if not first_item:
@@ -110,7 +154,7 @@ class _Renderer:
                         if item_key == "properties":
                             out.append("properties:{")
                             if isinstance(item_value, dict):
-                                out.append(self.parameters(item_value, item_at))
+                                out.append(self.parameters(item_value, item_at, depth=depth + 4))
                             out.append("}")
                         elif item_key == "required":
                             out.append("required:[" + ",".join(_D + self.text(r, item_at) + _D for r in item_value) + "]")
@@ -120,7 +164,7 @@ class _Renderer:
                             else:
                                 out.append("type:" + self.quoted.write([str(v).upper() for v in item_value], item_at))
                         else:
-                            out.append(self.text(item_key, item_at) + ":" + self.quoted.write(item_value, item_at))
+                            out.append(self.key(item_key, item_at) + ":" + self.quoted.write(item_value, item_at))
                     out.append("}")
             if _get(value, "nullable"):
                 out.append("," if comma else "")
@@ -131,11 +175,11 @@ class _Renderer:
                 if isinstance(nested, dict):
                     out.append("," if comma else "")
                     comma = True
-                    out.append("properties:{" + self.parameters(nested, at + ".properties") + "}")
+                    out.append("properties:{" + self.parameters(nested, at + ".properties", depth=depth + 2) + "}")
                 elif isinstance(value, dict):
                     out.append("," if comma else "")
                     comma = True
-                    out.append("properties:{" + self.parameters(value, at, filter_keys=True) + "}")
+                    out.append("properties:{" + self.parameters(value, at, filter_keys=True, depth=depth + 2) + "}")
                 required = _get(value, "required")
                 if required:
                     out.append("," if comma else "")
@@ -147,7 +191,7 @@ class _Renderer:
 
     def declaration(self, tool: dict, where: str) -> str:
         function = tool["function"]
-        out = [tokens.DECLARATION_KEYWORD + self.text(function["name"], where + ".name")
+        out = [tokens.DECLARATION_KEYWORD + self.name(function["name"], where + ".name")
                + "{description:" + _D + self.text(function.get("description", ""), where + ".description") + _D]
         params = function.get("parameters")
         if params:
@@ -166,7 +210,9 @@ class _Renderer:
             out.append(",response:{")
             description = _get(response, "description")
             if description:
-                out.append("description:" + _D + self.text(description, where + ".response.description") + _D + ",")
+                description = self.text(description, where + ".response.description")
+            if description:
+                out.append("description:" + _D + description + _D + ",")
             if _upper(_get(response, "type")) == "OBJECT":
                 out.append("type:" + _D + "OBJECT" + _D + "}")
         out.append("}")
@@ -176,7 +222,7 @@ class _Renderer:
     def call(self, tool_call: dict, where: str) -> str:
         function = tool_call["function"]
         arguments = function.get("arguments", MISSING)
-        out = [tokens.TOOL_CALL_OPEN + tokens.CALL_KEYWORD + self.text(function["name"], where + ".function.name") + "{"]
+        out = [tokens.TOOL_CALL_OPEN + tokens.CALL_KEYWORD + self.name(function["name"], where + ".function.name") + "{"]
         if isinstance(arguments, dict):
             body = self.bare.write(arguments, where + ".function.arguments")
             out.append(body[1:-1])
@@ -188,40 +234,43 @@ class _Renderer:
         return "".join(out)
 
     def response(self, name: str, response, where: str) -> str:
-        head = tokens.TOOL_RESPONSE_OPEN + tokens.RESPONSE_KEYWORD + self.text(name, where + ".name") + "{"
+        head = tokens.TOOL_RESPONSE_OPEN + tokens.RESPONSE_KEYWORD + self.name(name, where + ".name") + "{"
         if isinstance(response, dict):
             body = self.bare.write(response, where + ".content")[1:-1]
         else:
             body = "value:" + self.bare.write(response, where + ".content")
         return head + body + "}" + tokens.TOOL_RESPONSE_CLOSE
 
-    def content(self, content, role: str, where: str) -> str:
+    def content(self, content, role: str, where: str, run: Run) -> bool:
+        """Write a message's content into `run`; whether it wrote anything but whitespace. Text
+        goes in as content, so that it is checked together with whatever text lands next to it
+        (the next part, or the next assistant message written into the same turn)."""
+        pieces = []
+        media = False
         if isinstance(content, str):
-            if role == "model":
-                return strip_thinking(content, self, where)
-            return self.text(content.strip(), where)
-        if isinstance(content, (list, tuple)):
-            out = []
+            pieces.append((self.trim(content, role), where))
+            run.content(*pieces[-1])
+        elif isinstance(content, (list, tuple)):
             for i, item in enumerate(content):
                 kind = item.get("type")
                 if kind == "text":
                     text = item.get("text", "")
-                    out.append(strip_thinking(text, self, f"{where}[{i}].text") if role == "model"
-                               else self.text(str(text).strip(), f"{where}[{i}].text"))
-                else:
-                    out.append(_media_token(kind))
-            return "".join(out)
-        return ""
+                    pieces.append((self.trim(text, role), f"{where}[{i}].text"))
+                    run.content(*pieces[-1])
+                elif _media_token(kind):
+                    run.structure(_media_token(kind))
+                    media = True
+        # what is left of the text once stripped (under "error" the run refuses it anyway)
+        return media or bool(guard_run(pieces, "strip" if self.unsafe == "strip" else "allow").strip())
 
 
-def strip_thinking(text: str, renderer: _Renderer | None = None, where: str = "content") -> str:
+def strip_thinking(text: str) -> str:
     """What the template keeps of assistant content: every `<|channel>...<channel|>` span removed
     (the format's own markup for that place, so it is removed before the safety check), trimmed."""
     kept = []
     for part in str(text).split(tokens.CHANNEL_CLOSE):
         kept.append(part.split(tokens.CHANNEL_OPEN)[0] if tokens.CHANNEL_OPEN in part else part)
-    result = "".join(kept).strip()
-    return renderer.text(result, where) if renderer is not None else result
+    return "".join(kept).strip()
 
 
 def render_chat(messages, tools=None, *, add_generation_prompt: bool = False, enable_thinking: bool = False,
@@ -242,29 +291,31 @@ def render_chat(messages, tools=None, *, add_generation_prompt: bool = False, en
 
         require_gemma4(model)
     r = _Renderer(unsafe)
-    out = [tokens.BOS]
+    out = Run(unsafe)
+    out.structure(tokens.BOS)
     prev_type = None
     prev_non_tool_role = None
     loop = list(messages)
     first_role = messages[0]["role"] if messages else None
     if enable_thinking or tools or first_role in ("system", "developer"):
-        out.append(tokens.TURN_OPEN + "system\n")
+        out.structure(tokens.TURN_OPEN + "system\n")
         if enable_thinking:
-            out.append(tokens.THINK + "\n")
+            out.structure(tokens.THINK + "\n")
             prev_type = "think"
         if first_role in ("system", "developer"):
             content = messages[0].get("content")
             if isinstance(content, str):
-                out.append(r.text(content.strip(), "messages[0].content"))
+                out.content(r.trim(content), "messages[0].content")
             elif isinstance(content, (list, tuple)):
                 for i, item in enumerate(content):
-                    out.append(r.text(str(_get(item, "text")).strip(), f"messages[0].content[{i}]") + " ")
+                    out.content(r.trim(_get(item, "text")), f"messages[0].content[{i}]")
+                    out.content(" ", f"messages[0].content[{i}]")
             loop = loop[1:]
         if tools:
             for i, tool in enumerate(tools):
-                out.append(tokens.TOOL_OPEN + r.declaration(tool, f"tools[{i}]") + tokens.TOOL_CLOSE)
+                out.structure(tokens.TOOL_OPEN + r.declaration(tool, f"tools[{i}]") + tokens.TOOL_CLOSE)
             prev_type = "tool"
-        out.append(tokens.TURN_CLOSE + "\n")
+        out.structure(tokens.TURN_CLOSE + "\n")
     offset = len(messages) - len(loop)
 
     last_user = -1
@@ -279,20 +330,26 @@ def render_chat(messages, tools=None, *, add_generation_prompt: bool = False, en
         prev_type = None
         role = "model" if message["role"] == "assistant" else message["role"]
         if not (role == "model" and prev_non_tool_role == "assistant"):
-            out.append(tokens.TURN_OPEN + r.text(role, where + ".role") + "\n")
+            out.structure(tokens.TURN_OPEN + check_name(r.text(role, where + ".role"), where + ".role", unsafe,
+                                                        "ROLE_LINE", "\n") + "\n")
         thinking = message.get("reasoning") or message.get("reasoning_content")
+        if thinking and unsafe == "strip":  # reasoning that is all tokens is no reasoning
+            thinking = strip_controls(str(thinking))
         tool_calls = message.get("tool_calls")
         if thinking and (index > last_user or (preserve_thinking and tool_calls)):
-            out.append(tokens.THOUGHT_OPEN + r.text(thinking, where + ".reasoning_content") + "\n" + tokens.CHANNEL_CLOSE)
+            out.structure(tokens.THOUGHT_OPEN)
+            out.content(thinking if isinstance(thinking, str) else str(thinking), where + ".reasoning_content")
+            out.content("\n", where + ".reasoning_content")
+            out.structure(tokens.CHANNEL_CLOSE)
         if tool_calls:
             for i, tool_call in enumerate(tool_calls):
-                out.append(r.call(tool_call, f"{where}.tool_calls[{i}]"))
+                out.structure(r.call(tool_call, f"{where}.tool_calls[{i}]"))
             prev_type = "tool_call"
         responded = False
         if message.get("tool_responses"):  # legacy: results embedded in the assistant message
             for i, tool_response in enumerate(message["tool_responses"]):
-                out.append(r.response(tool_response.get("name") or "unknown", tool_response.get("response"),
-                                      f"{where}.tool_responses[{i}]"))
+                out.structure(r.response(tool_response.get("name") or "unknown", tool_response.get("response"),
+                                         f"{where}.tool_responses[{i}]"))
                 responded = True
                 prev_type = "tool_response"
         elif tool_calls:
@@ -308,30 +365,28 @@ def render_chat(messages, tools=None, *, add_generation_prompt: bool = False, en
                 body = follow.get("content")
                 if isinstance(body, (list, tuple)):
                     text = "".join(str(part.get("text", "")) for part in body if part.get("type") == "text")
-                    out.append(r.response(name, text, follow_at))
-                    out.extend(_media_token(part.get("type")) for part in body)
+                    out.structure(r.response(name, text, follow_at))
+                    out.structure("".join(_media_token(part.get("type")) for part in body))
                 else:
-                    out.append(r.response(name, body, follow_at))
+                    out.structure(r.response(name, body, follow_at))
                 responded = True
                 prev_type = "tool_response"
-        captured = r.content(message.get("content"), role, where + ".content")
-        out.append(captured)
-        has_content = bool(captured.strip())
+        has_content = r.content(message.get("content"), role, where + ".content", out)
         next_role = next((m["role"] for m in loop[index + 1:] if m["role"] != "tool"), None)
         continues = role == "model" and next_role == "assistant" and (not tool_calls or responded)
         if prev_type == "tool_call" and not responded:
-            out.append(tokens.TOOL_RESPONSE_OPEN)
+            out.structure(tokens.TOOL_RESPONSE_OPEN)
         elif continues:
             pass
         elif not (responded and not has_content and next_role is None):
-            out.append(tokens.TURN_CLOSE + "\n")
+            out.structure(tokens.TURN_CLOSE + "\n")
         prev_non_tool_role = message["role"]
 
     if add_generation_prompt:
         if prev_type not in ("tool_response", "tool_call"):
-            out.append(tokens.TURN_OPEN + "model\n")
+            out.structure(tokens.TURN_OPEN + "model\n")
             if variant == "31b" and not enable_thinking:
-                out.append(tokens.THOUGHT_OPEN + tokens.CHANNEL_CLOSE)
+                out.structure(tokens.THOUGHT_OPEN + tokens.CHANNEL_CLOSE)
         elif prev_type == "tool_response" and enable_thinking:
-            out.append(tokens.THOUGHT_OPEN)
-    return "".join(out)
+            out.structure(tokens.THOUGHT_OPEN)
+    return out.text()

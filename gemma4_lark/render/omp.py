@@ -16,10 +16,21 @@ import json
 from .. import tokens
 from ..model import ToolCall
 from . import js
-from .safety import check_policy, guard
+from ..parser import DEFAULT_MAX_DEPTH
+from .safety import check_name, check_policy, guard, guard_run
 from .values import ValueWriter, key_bare_if_possible
 
-_WRITERS = {policy: ValueWriter(number=js.number, key=key_bare_if_possible, unsafe=policy)
+def _finite_number(value) -> str:
+    """JavaScript's text for a number; NaN and the infinities (which OMP writes as `NaN` and
+    `Infinity`, bare words that read back as strings) are refused."""
+    text = js.number(value)
+    if text in ("NaN", "Infinity", "-Infinity"):
+        raise ValueError(f"{value!r} has no text in the value language; pass unsafe='allow' to write {text} as OMP does")
+    return text
+
+
+_WRITERS = {policy: ValueWriter(number=js.number if policy == "allow" else _finite_number, key=key_bare_if_possible,
+                                unsafe=policy)
             for policy in ("error", "strip", "allow")}
 
 
@@ -29,7 +40,8 @@ def _writer(unsafe: str) -> ValueWriter:
 
 
 def _name(name: str, where: str, unsafe: str) -> str:
-    return guard(name, where, unsafe)
+    """A tool name as the grammar's NAME takes it (`delete{path:/}` would forge arguments)."""
+    return check_name(name, where, unsafe)
 
 
 def render_tool_call(name: str, arguments: dict, *, unsafe: str = "error", where: str = "call") -> str:
@@ -77,15 +89,15 @@ def render_tool_results(results, *, unsafe: str = "error") -> str:
     unsafe="error", `ValueError` for an unknown `unsafe`, `KeyError` for a result without
     "name" or "text".
     """
-    writer = _writer(unsafe)
-    out = []
-    for i, result in enumerate(results):
-        where = f"results[{i}]"
-        name = _name(result["name"], f"{where}.name", unsafe)
-        value = _result_value(result.get("text", ""))
-        out.append(tokens.TOOL_RESPONSE_OPEN + tokens.RESPONSE_KEYWORD + name + "{output:"
-                   + writer.write(value, f"{where}.text") + "}" + tokens.TOOL_RESPONSE_CLOSE)
-    return "".join(out)
+    return "".join(_result(result["name"], result.get("text", ""), unsafe, f"results[{i}].name", f"results[{i}].text")
+                   for i, result in enumerate(results))
+
+
+def _result(name: str, text: str, unsafe: str, name_at: str, text_at: str) -> str:
+    # the text is checked as the value it becomes: JSON can spell `<` as `\u003c`
+    value = _result_value(text)
+    return (tokens.TOOL_RESPONSE_OPEN + tokens.RESPONSE_KEYWORD + _name(name, name_at, unsafe) + "{output:"
+            + _writer(unsafe).write(value, text_at) + "}" + tokens.TOOL_RESPONSE_CLOSE)
 
 
 def render_thinking(text: str, *, unsafe: str = "error", where: str = "thinking") -> str:
@@ -94,24 +106,31 @@ def render_thinking(text: str, *, unsafe: str = "error", where: str = "thinking"
     Raises `UnsafeContentError` (a `ValueError`) for content that would forge structure under
     unsafe="error", `ValueError` for an unknown `unsafe`.
     """
-    if not text:
+    text = guard(text, where, unsafe)
+    if not text:  # also when stripping left nothing: OMP writes no empty thought
         return ""
-    return tokens.THOUGHT_OPEN + guard(text, where, unsafe) + tokens.CHANNEL_CLOSE
+    return tokens.THOUGHT_OPEN + text + tokens.CHANNEL_CLOSE
 
 
 # --- transcripts ------------------------------------------------------------------------------
-def _content_text(content, where: str, unsafe: str) -> str:
-    """String content, or text and image parts (images as `[Image: MIME]`); others ignored."""
+def _content_pieces(content, where: str) -> list:
+    """String content, or text and image parts (images as `[Image: MIME]`); others ignored. The
+    pieces land side by side, so they are checked as one text."""
     if isinstance(content, str):
-        return guard(content, where, unsafe)
+        return [(content, where)]
     pieces = []
     for i, part in enumerate(content or []):
         kind = part.get("type")
         if kind == "text":
-            pieces.append(guard(part.get("text", ""), f"{where}[{i}].text", unsafe))
+            pieces.append((part.get("text", ""), f"{where}[{i}].text"))
         elif kind == "image":
-            pieces.append(f"[Image: {part.get('mimeType', '')}]")
-    return "".join(pieces)
+            pieces += [("[Image: ", f"{where}[{i}]"), (str(part.get("mimeType", "")), f"{where}[{i}].mimeType"),
+                       ("]", f"{where}[{i}]")]
+    return pieces
+
+
+def _content_text(content, where: str, unsafe: str) -> str:
+    return guard_run(_content_pieces(content, where), unsafe)
 
 
 def _turn(role: str, body: str) -> str:
@@ -120,15 +139,17 @@ def _turn(role: str, body: str) -> str:
 
 def _results_of(messages, start: int, unsafe: str):
     """The run of toolResult messages from `start`, rendered, and where the run ends."""
-    results = []
+    out = []
     i = start
     while i < len(messages) and messages[i].get("role") == "toolResult":
         m = messages[i]
-        results.append({"name": guard(m.get("toolName", ""), f"messages[{i}].toolName", unsafe),
-                        "text": _content_text(m.get("content"), f"messages[{i}].content", unsafe),
-                        "is_error": bool(m.get("isError"))})
+        where = f"messages[{i}]"
+        pieces = _content_pieces(m.get("content"), f"{where}.content")
+        text = "".join(piece for piece, _ in pieces)
+        text_at = pieces[0][1] if len(pieces) == 1 else f"{where}.content"
+        out.append(_result(m.get("toolName", ""), text, unsafe, f"{where}.toolName", text_at))
         i += 1
-    return results, i
+    return "".join(out), i
 
 
 def render_transcript(messages, *, unsafe: str = "error", model: str | None = None) -> str:
@@ -160,19 +181,22 @@ def render_transcript(messages, *, unsafe: str = "error", model: str | None = No
             for j, part in enumerate(message.get("content") or []):
                 kind = part.get("type")
                 if kind == "thinking":
-                    thinking.append(part.get("thinking", ""))
+                    # parts join with a newline, and the pieces are checked as that one text
+                    thinking += [("\n", f"{where}.content[{j}].thinking")] * bool(thinking)
+                    thinking.append((part.get("thinking", ""), f"{where}.content[{j}].thinking"))
                 elif kind == "text":
-                    text.append(guard(part.get("text", ""), f"{where}.content[{j}].text", unsafe))
+                    text.append((part.get("text", ""), f"{where}.content[{j}].text"))
                 elif kind == "toolCall":
                     calls.append(render_tool_call(part.get("name", ""), part.get("arguments") or {}, unsafe=unsafe,
                                                   where=f"{where}.content[{j}]"))
             results, i = _results_of(messages, i + 1, unsafe)
-            body = (render_thinking("\n".join(thinking), unsafe=unsafe, where=f"{where}.thinking") + "".join(text)
-                    + "".join(calls) + render_tool_results(results, unsafe="allow"))
+            thought = guard_run(thinking, unsafe)
+            body = ((tokens.THOUGHT_OPEN + thought + tokens.CHANNEL_CLOSE if thought else "") + guard_run(text, unsafe)
+                    + "".join(calls) + results)
             out.append(_turn("model", body))
         elif role == "toolResult":  # results with no assistant message before them
             results, i = _results_of(messages, i, unsafe)
-            out.append(_turn("model", render_tool_results(results, unsafe="allow")))
+            out.append(_turn("model", results))
         else:
             raise ValueError(f"unknown role {role!r} ({where})")
     return "".join(out)
@@ -232,15 +256,17 @@ def render_tool_prompt(tools, template: str = DEFAULT_PROMPT_TEMPLATE, *, unsafe
 
 
 # --- inventory ------------------------------------------------------------------------------------
-def _ts_type(schema: dict, indent: str) -> list[str]:
+def _ts_type(schema: dict, indent: str, where: str = "parameters", depth: int = 0) -> list[str]:
     """A JSON schema as TypeScript type text (lines; the first continues the current line)."""
+    if depth > DEFAULT_MAX_DEPTH:  # Python's stack would overflow a little further on
+        raise ValueError(f"{where}: the schema nests deeper than {DEFAULT_MAX_DEPTH} levels")
     if not isinstance(schema, dict):
         return ["any"]
     if "enum" in schema and isinstance(schema["enum"], list):
         return [" | ".join(json.dumps(v, ensure_ascii=False) for v in schema["enum"]) or "never"]
     kind = schema.get("type")
     if isinstance(kind, list):
-        return [" | ".join(_ts_type({**schema, "type": k}, indent)[0] for k in kind)]
+        return [" | ".join(_ts_type({**schema, "type": k}, indent, where, depth + 1)[0] for k in kind)]
     if kind == "object" or "properties" in schema:
         properties = schema.get("properties") or {}
         if not properties:
@@ -252,20 +278,20 @@ def _ts_type(schema: dict, indent: str) -> list[str]:
             if description:
                 lines += [f"{indent}  // {line}" for line in str(description).splitlines()]
             key = name if key_bare_if_possible(name) == name and not name[:1].isdigit() else json.dumps(name)
-            sub = _ts_type(prop, indent + "  ")
+            sub = _ts_type(prop, indent + "  ", f"{where}.properties.{name}", depth + 1)
             lines.append(f"{indent}  {key}{'' if name in required else '?'}: {sub[0]}")
             lines += sub[1:]
             lines[-1] += ","
         lines.append(f"{indent}}}")
         return lines
     if kind == "array":
-        items = _ts_type(schema.get("items") or {}, indent)
+        items = _ts_type(schema.get("items") or {}, indent, f"{where}.items", depth + 1)
         head = items[0] if len(items) == 1 and " | " not in items[0] else None
         if head is not None:
             return [head + "[]"]
         return ["Array<" + items[0]] + items[1:-1] + [items[-1] + ">"] if len(items) > 1 else ["Array<" + items[0] + ">"]
     return [{"string": "string", "integer": "number", "number": "number", "boolean": "boolean",
-             "null": "null"}.get(kind, "any")]
+             "null": "null"}.get(kind, "any") if isinstance(kind, str) else "any"]
 
 
 def render_tool_inventory(tools, *, unsafe: str = "error") -> str:
@@ -281,10 +307,16 @@ def render_tool_inventory(tools, *, unsafe: str = "error") -> str:
         where = f"tools[{i}]"
         for line in str(tool.get("description") or "").splitlines():
             lines.append("// " + guard(line, f"{where}.description", unsafe))
-        for example in tool.get("examples") or []:
-            lines.append("// @example " + guard(example if isinstance(example, str) else json.dumps(example), f"{where}.examples", unsafe))
-        params = _ts_type(tool.get("parameters") or {"type": "object"}, "")
-        lines.append(f"type {guard(tool['name'], f'{where}.name', unsafe)} = (_: {params[0]}")
+        for k, example in enumerate(tool.get("examples") or []):
+            text = guard(example if isinstance(example, str) else json.dumps(example), f"{where}.examples[{k}]", unsafe)
+            if unsafe != "allow":
+                # OMP writes the example as is: a line break in it would end the comment, and
+                # what follows would read as declarations of the namespace
+                text = "\n// ".join(text.splitlines())
+            lines.append("// @example " + text)
+        params = _ts_type(tool.get("parameters") or {"type": "object"}, "", f"{where}.parameters")
+        name = check_name(tool["name"], f"{where}.name", unsafe)
+        lines.append(f"type {name} = (_: {guard(params[0], f'{where}.parameters', unsafe)}")
         lines += [guard(line, f"{where}.parameters", unsafe) for line in params[1:]]
         lines[-1] += ") => any;"
         lines.append("")

@@ -2,29 +2,77 @@
 
 The tokenizer turns every control token into its special token wherever it appears, even inside a
 `<|"|>` string, so a tool result containing `<turn|><|turn>system` would end its turn and open a
-system turn in the model's eyes. Renderers pass every piece of content through `guard` first.
+system turn in the model's eyes. Renderers pass every piece of content through `guard` first, and
+every name, key and role through `check_name`.
+
+What a control token is comes from the grammar, not from a list: the TEXT terminal runs "up to the
+next control token", and its lookahead after `<` says what one looks like (`<|word>`, `<|word|>`,
+`<word|>`, `<bos>`, `<eos>`). So `<|im_start|>` or `<image|>` is refused like `<turn|>`, and a
+change to the grammar changes the guard with it. The string delimiter `<|"|>` is a special token too
+(it ends a string), so the guard takes it as well.
+
+Pieces of content that land side by side in the prompt are checked as the joined text (see `Run`):
+`"hi<tur"` and `"n|>"` are harmless alone and a turn closer together.
 """
 
 from __future__ import annotations
 
 import re
 
-from ..tokens import CONTROL_TOKENS
+from ..grammar import terminal_pattern
+from ..tokens import STRING_DELIMITER, TOOL_RESPONSE_OPEN
 
 UNSAFE_POLICIES = ("error", "strip", "allow")
-_CONTROL = re.compile("|".join(re.escape(t) for t in sorted(CONTROL_TOKENS, key=len, reverse=True)))
+
+
+def _lookahead_after_lt(pattern: str) -> str:
+    """The body of the first `<(?!...)` in a regular expression's source (parentheses balanced,
+    escapes and character classes skipped)."""
+    start = pattern.index("<(?!") + len("<(?!")
+    depth, i, in_class = 1, start, False
+    while True:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return pattern[start:i]
+        i += 1
+
+
+def _control_pattern() -> re.Pattern:
+    text = terminal_pattern("TEXT").pattern
+    body = _lookahead_after_lt(text)
+    # TEXT repeats the same lookahead for its first character and for every later `<`
+    if text.count("<(?!" + body + ")") < 2:
+        raise AssertionError("the TEXT terminal no longer has the expected shape; update render/safety.py")
+    return re.compile("<(?:" + body + ")|" + re.escape(STRING_DELIMITER))
+
+
+CONTROL = _control_pattern()
+"""A control token of the grammar, or the string delimiter, at the start of a match."""
 
 
 class UnsafeContentError(ValueError):
-    """Content holds a control token (or a string holds the string delimiter)."""
+    """Content holds a control token (or a string holds the string delimiter), or a name, key or
+    role does not fit the grammar's terminal for it."""
 
-    def __init__(self, token: str, where, pos: int):
+    def __init__(self, token: str, where, pos: int, reason: str | None = None):
         self.token = token
         self.where = where = describe(where)
         self.pos = pos
-        super().__init__(
-            f"control token {token} at offset {pos} of {where}: it would be read as structure;"
-            f" pass unsafe='strip' to remove such tokens or unsafe='allow' to keep them")
+        if reason is None:
+            reason = (f"control token {token} at offset {pos} of {where}: it would be read as structure;"
+                      f" pass unsafe='strip' to remove such tokens or unsafe='allow' to keep them")
+        super().__init__(reason)
 
 
 def describe(where) -> str:
@@ -42,16 +90,120 @@ def check_policy(unsafe: str) -> None:
         raise ValueError(f"unsafe must be one of {UNSAFE_POLICIES}, not {unsafe!r}")
 
 
-def guard(text: str, where: str, unsafe: str) -> str:
+def strip_controls(text: str) -> str:
+    """`text` with every control token removed, until none is left: removing `<eos>` from
+    `<|tu<eos>rn>` leaves `<|turn>`, which goes too. One pass, linear: a token holds one `<` (its
+    first character) and one `>` (its last), so a stack of the `<` still open finds every token,
+    including those a removal creates."""
+    out: list[str] = []
+    opens: list[int] = []  # indexes in `out` of the `<` that may still begin a token
+    for piece in _LT_GT.split(text):
+        if piece == "<":
+            opens.append(len(out))
+        elif piece == ">" and opens:
+            at = opens.pop()
+            if CONTROL.fullmatch("".join(out[at:]) + ">"):
+                del out[at:]
+                continue
+            # this `>` stays for good, so no `<` before it can begin a token any more
+            opens.clear()
+        if piece:
+            out.append(piece)
+    return "".join(out)
+
+
+_LT_GT = re.compile("([<>])")
+
+
+def guard(text: str, where, unsafe: str) -> str:
     """`text` as the policy allows: unchanged, refused, or with every control token removed."""
     if unsafe == "allow" or "<" not in text:
         return text
-    match = _CONTROL.search(text)
+    match = CONTROL.search(text)
     if match is None:
         return text
     if unsafe == "error":
         raise UnsafeContentError(match.group(), where, match.start())
-    while match is not None:  # removing one token can join the halves of another
-        text = _CONTROL.sub("", text)
-        match = _CONTROL.search(text)
-    return text
+    return strip_controls(text)
+
+
+def guard_run(pieces, unsafe: str) -> str:
+    """Pieces of content that the prompt holds side by side, (text, where) each, as the policy
+    allows the text they make together: a token split across pieces is refused (named at the
+    piece where it starts) or stripped like any other."""
+    text = "".join(piece for piece, _ in pieces)
+    if unsafe == "allow" or "<" not in text:
+        return text
+    match = CONTROL.search(text)
+    if match is None:
+        return text
+    if unsafe == "strip":
+        return strip_controls(text)
+    start = match.start()
+    for piece, where in pieces:
+        if start < len(piece):
+            if start + len(match.group()) > len(piece):
+                raise UnsafeContentError(match.group(), where, start, (
+                    f"control token {match.group()} at offset {start} of {describe(where)}, completed by the"
+                    f" content written right after it: it would be read as structure; pass unsafe='strip'"
+                    f" to remove such tokens or unsafe='allow' to keep them"))
+            raise UnsafeContentError(match.group(), where, start)
+        start -= len(piece)
+    raise AssertionError("unreachable: the match lies inside the joined pieces")
+
+
+class Run:
+    """Content as it lands in the prompt: pieces written side by side are one text, checked when
+    structure (a token the renderer writes) ends the run."""
+
+    def __init__(self, unsafe: str):
+        self.unsafe = unsafe
+        self.out: list[str] = []
+        self.pending: list = []
+
+    def content(self, text: str, where) -> None:
+        self.pending.append((text, where))
+
+    def structure(self, text: str) -> None:
+        self.flush()
+        self.out.append(text)
+
+    def flush(self) -> None:
+        if self.pending:
+            text = guard_run(self.pending, self.unsafe)
+            if self.unsafe != "allow" and self.out and self.out[-1].endswith(TOOL_RESPONSE_OPEN):
+                _check_after_awaiting(text, self.pending)
+            self.out.append(text)
+            self.pending = []
+
+    def text(self) -> str:
+        self.flush()
+        return "".join(self.out)
+
+
+def _check_after_awaiting(text: str, pieces) -> None:
+    """Text right after a bare `<|tool_response>` (calls waiting for results) must not begin a
+    result block's head: the grammar's RESPONSE_KEYWORD takes `response:` there, and the model
+    would read what follows as a tool's result."""
+    if terminal_pattern("RESPONSE_KEYWORD").match(text):
+        where = next((w for t, w in pieces if t), pieces[0][1])
+        raise UnsafeContentError("response:", where, 0, (
+            f"{describe(where)} begins with 'response:' right after a bare {TOOL_RESPONSE_OPEN}: it would be read"
+            f" as the head of a tool result; pass unsafe='allow' to write it anyway"))
+
+
+def check_name(name, where, unsafe: str, terminal: str = "NAME", suffix: str = "") -> str:
+    """`name` when the grammar's terminal (NAME for tool names, ROLE_LINE for a role and its
+    newline) takes it whole; otherwise UnsafeContentError under "error" and "strip" alike, since
+    removing characters from a name would silently address something else."""
+    if unsafe == "allow":
+        return name
+    pattern = terminal_pattern(terminal)
+    if not isinstance(name, str) or not pattern.fullmatch(name + suffix):
+        shown = pattern.pattern.replace("\n", "\\n")
+        raise UnsafeContentError(str(name), where, 0, (
+            f"{describe(where)} {name!r} does not match the grammar's {terminal} terminal"
+            f" (/{shown}/): it would be read as"
+            f" other structure;"
+            f" pass unsafe='allow' to write it anyway"))
+    return name

@@ -12,7 +12,7 @@ import math
 
 from ..grammar import terminal_pattern
 from ..tokens import STRING_DELIMITER
-from .safety import describe, guard
+from .safety import UnsafeContentError, describe, guard
 
 _KEY = terminal_pattern("KEY")
 
@@ -49,8 +49,9 @@ def delimited(text: str) -> str:
 
 class ValueWriter:
     def __init__(self, *, number=python_number, key=key_bare_if_possible, string=delimited,
-                 sort_keys: bool = False, unsafe: str = "error"):
+                 sort_keys: bool = False, unsafe: str = "error", separators: tuple = (",", ":")):
         self.number = number
+        self.item_separator, self.key_separator = separators
         self.key = key
         self.string = string
         self.sort_keys = sort_keys
@@ -78,20 +79,33 @@ class ValueWriter:
             elif isinstance(item, str):
                 out.append(self._string(item, path))
             elif isinstance(item, (int, float)):
-                out.append(self.number(item))
+                try:
+                    out.append(self.number(item))
+                except ValueError as error:  # NaN and infinities: a bare word would read back as a string
+                    raise UnsafeContentError(repr(item), path, 0, f"{describe(path)}: {error}") from None
             elif isinstance(item, dict):
-                items = list(item.items())
-                if self.sort_keys:
-                    items.sort(key=_case_insensitive)
-                pending = [("}", None)]
-                last = len(items) - 1
-                for i in range(last, -1, -1):
-                    k, v = items[i]
+                members = []
+                for k, v in item.items():
                     if not isinstance(k, str):
                         raise TypeError(f"object keys must be str, not {type(k).__name__} ({describe(path)})")
                     child = (path, k)
+                    members.append((guard(k, child, unsafe), k, v, child))
+                if self.sort_keys:  # by the key as written, so that a stripped key sorts where it lands
+                    members.sort(key=_case_insensitive)
+                if unsafe == "strip" and len({m[0] for m in members}) < len(members):
+                    # `a<eos>` stripped is `a`: two members with one key, and one would be lost
+                    seen = set()
+                    for key, k, _, child in members:
+                        if key in seen:
+                            raise UnsafeContentError(k, child, 0, f"{describe(child)}: once stripped of control"
+                                                     f" tokens, key {k!r} is another key of the same object")
+                        seen.add(key)
+                pending = [("}", None)]
+                comma, colon = self.item_separator, self.key_separator
+                for i in range(len(members) - 1, -1, -1):
+                    key, _, v, child = members[i]
                     pending.append((v, child))
-                    pending.append(("," * (i > 0) + self.key(guard(k, child, unsafe)) + ":", None))
+                    pending.append((comma * (i > 0) + self.key(key) + colon, None))
                 pending.append(("{", None))
                 stack.extend(pending)
             elif isinstance(item, (list, tuple)):
@@ -99,7 +113,7 @@ class ValueWriter:
                 for i in range(len(item) - 1, -1, -1):
                     pending.append((item[i], (path, i)))
                     if i:
-                        pending.append((",", None))
+                        pending.append((self.item_separator, None))
                 pending.append(("[", None))
                 stack.extend(pending)
             else:
@@ -108,6 +122,33 @@ class ValueWriter:
 
 
 CANONICAL = ValueWriter()
+
+
+def _python_json_number(value) -> str:
+    # what json.dumps writes: repr for floats (NaN and Infinity as Python's json spells them)
+    if isinstance(value, float):
+        if value != value:
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return float.__repr__(value)
+    return int.__repr__(value)
+
+
+def _json_string(text: str) -> str:
+    import json
+
+    return json.dumps(text, ensure_ascii=False)
+
+
+def json_dumps(value) -> str:
+    """`json.dumps(value, ensure_ascii=False)` with the one serializer, so any nesting depth works
+    (json.dumps recurses and raises RecursionError past ~1000 levels)."""
+    return _JSON.write(value)
+
+
+_JSON = ValueWriter(number=_python_json_number, key=_json_string, string=_json_string, unsafe="allow",
+                    separators=(", ", ": "))
 
 
 def dump_value(value, *, unsafe: str = "error") -> str:
