@@ -25,10 +25,9 @@ from ..tokens import STRING_DELIMITER, TOOL_RESPONSE_OPEN
 UNSAFE_POLICIES = ("error", "strip", "allow")
 
 
-def _lookahead_after_lt(pattern: str) -> str:
-    """The body of the first `<(?!...)` in a regular expression's source (parentheses balanced,
-    escapes and character classes skipped)."""
-    start = pattern.index("<(?!") + len("<(?!")
+def _balanced(pattern: str, start: int) -> int:
+    """The index of the `)` that closes the group whose body starts at `start` (escapes and
+    character classes skipped)."""
     depth, i, in_class = 1, start, False
     while True:
         c = pattern[i]
@@ -44,15 +43,21 @@ def _lookahead_after_lt(pattern: str) -> str:
         elif c == ")":
             depth -= 1
             if depth == 0:
-                return pattern[start:i]
+                return i
         i += 1
 
 
 def _control_pattern() -> re.Pattern:
+    """What follows `<` in a control token, as TEXT's lookahead says: TEXT stops before
+    `<(?:BODY)`, written as a lookahead after its first `<` check (`(?!<(?:BODY))`)."""
     text = terminal_pattern("TEXT").pattern
-    body = _lookahead_after_lt(text)
-    # TEXT repeats the same lookahead for its first character and for every later `<`
-    if text.count("<(?!" + body + ")") < 2:
+    head = "(?!<(?:"
+    if head not in text:
+        raise AssertionError("the TEXT terminal no longer has the expected shape; update render/safety.py")
+    start = text.index(head) + len(head)
+    body = text[start:_balanced(text, start)]
+    # TEXT stops at the same tokens it cannot start with: the body stands again in its other lookahead
+    if text.count("<(?:" + body + ")") < 2:
         raise AssertionError("the TEXT terminal no longer has the expected shape; update render/safety.py")
     return re.compile("<(?:" + body + ")|" + re.escape(STRING_DELIMITER))
 
