@@ -229,7 +229,11 @@ def _omp_result_text(value) -> str:
 
 
 def read_omp(text: str | Transcript) -> list[dict[str, Any]]:
-    """Read a transcript rendered by the omp profile into OMP's message shape. Raises `GemmaSyntaxError` when `text` is not a transcript the grammar accepts."""
+    """Read a transcript rendered by the omp profile into OMP's message shape.
+
+    Raises `GemmaSyntaxError` when `text` is not a transcript the grammar accepts, and `ValueError`
+    naming the turn for one that the omp profile never writes (an empty thought).
+    """
     transcript = _parse(text)
     messages = []
     calls = 0
