@@ -164,8 +164,11 @@ _FRAGMENTS = st.sampled_from(["<", ">", "|", "<|", "|>", "a", "z", "_", "bos", "
 @settings(max_examples=400)
 @given(st.lists(_FRAGMENTS, min_size=1, max_size=12).map("".join))
 def test_text_is_free_text_exactly_when_it_holds_no_control_token(text):
-    # the TEXT terminal (free text "up to the next control token") and the guard agree
-    assert (terminal_pattern("TEXT").fullmatch(text) is not None) == (CONTROL.search(text) is None)
+    # the TEXT terminal (free text "up to the next control token") and the guard agree. Read as the
+    # lexer reads it: matched at the start, it covers the whole text exactly when there is no token
+    # (the grammar's header: a lazy pattern stops as early as it can).
+    match = terminal_pattern("TEXT").match(text)
+    assert (match is not None and match.end() == len(text)) == (CONTROL.search(text) is None)
 
 
 def _strip_by_repetition(text):
