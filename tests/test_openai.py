@@ -1,0 +1,243 @@
+"""gemma4_incremental.openai: the assistant message of an output and the chunks of a stream, checked
+by accumulating the chunks with the official OpenAI SDK's own stream state."""
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from gemma4_incremental import StreamParser, parse_output
+from gemma4_incremental.openai import OpenAIStream, to_openai_message
+from gemma4_lark import fuzz
+from gemma4_lark.render.official import render_chat
+
+from stream_helpers import counter_ids
+
+openai = pytest.importorskip("openai")
+from openai.lib.streaming.chat import ChatCompletionStreamState  # noqa: E402
+from openai.types.chat import ChatCompletionChunk  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+STREAMS = sorted((ROOT / "tests" / "conformance" / "streams").glob("*.json"))
+OMP_CASES = ROOT.parent / "shared" / "data" / "omp-stream-cases.jsonl"
+MODES = [{}]
+CALL = '<|tool_call>call:get_weather{location:<|"|>Paris<|"|>,days:3}<tool_call|>'
+
+
+def stream_chunks(pieces, stream_options=None, **parser_options):
+    stream = OpenAIStream(StreamParser(id_factory=counter_ids(), **parser_options), completion_id="chatcmpl-1",
+                          created=1, **(stream_options or {}))
+    chunks = []
+    for piece in pieces:
+        chunks.extend(stream.feed(piece))
+    chunks.extend(stream.flush())
+    return chunks
+
+
+def accumulate(chunks):
+    """The message the OpenAI SDK accumulates from the chunks, each validated as a ChatCompletionChunk;
+    the keys the SDK adds on its own (`refusal`, `parsed_arguments`...) left out, and each call's
+    stream `index` checked (0, 1, 2...) and removed, as a non-streamed message has none."""
+    state = ChatCompletionStreamState()
+    for chunk in chunks:
+        state.handle_chunk(ChatCompletionChunk.model_validate(chunk))
+    snapshot = state.current_completion_snapshot
+    message = snapshot.choices[0].message.to_dict()
+    out = {"role": message["role"], "content": message.get("content")}
+    out.update((key, message[key]) for key in ("reasoning_content", "tool_calls", "tool_call_errors")
+               if message.get(key) is not None)
+    if "tool_calls" in out:
+        assert [c.pop("index") for c in out["tool_calls"]] == list(range(len(out["tool_calls"])))
+        for call in out["tool_calls"]:
+            call["function"].pop("parsed_arguments", None)
+    return out, snapshot.choices[0].finish_reason
+
+
+def expected(text, **parser_options):
+    return to_openai_message(parse_output(text, id_factory=counter_ids(), **parser_options))
+
+
+def check(text, pieces, stream_options=None, **parser_options):
+    chunks = stream_chunks(pieces, stream_options, **parser_options)
+    message, finish = accumulate(chunks)
+    want = expected(text, **parser_options)
+    assert message == want
+    assert finish == ("tool_calls" if "tool_calls" in want else "stop")
+    return chunks
+
+
+def sizes(text, n):
+    return [text[i:i + n] for i in range(0, len(text), n)]
+
+
+def call_fragments(chunks):
+    """index -> the list of arguments fragments sent for that call."""
+    out = {}
+    for chunk in chunks:
+        for delta in chunk["choices"][0]["delta"].get("tool_calls", ()):
+            out.setdefault(delta["index"], []).append(delta["function"]["arguments"])
+    return out
+
+
+# --- the message -------------------------------------------------------------------------------------
+def test_message_shape_and_parsed_output_to_openai_is_the_same_function():
+    text = "<|channel>thought\nplan<channel|>Sure. " + CALL + "<|tool_response>"
+    parsed = parse_output(text)
+    message = to_openai_message(parsed)
+    assert message == parsed.to_openai()
+    assert message["content"] == "Sure. " and message["reasoning_content"] == "plan"
+    [call] = message["tool_calls"]
+    assert json.loads(call["function"]["arguments"]) == {"location": "Paris", "days": 3}
+    assert to_openai_message(parse_output("")) == {"role": "assistant", "content": None}
+
+
+def test_failed_blocks_stay_in_content_and_are_listed_by_position():
+    text = "A <|tool_call>calldone{a:1}<tool_call|> B <|tool_call>nope<tool_call|>"
+    message = to_openai_message(parse_output(text))
+    assert message["content"] == text and "tool_calls" not in message
+    assert [e["index"] for e in message["tool_call_errors"]] == [0, 1]
+
+
+# --- the chunks --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("options", MODES)
+def test_chunks_are_complete_chat_completion_chunks(options):
+    text = "<|channel>thought\nhm<channel|>Hi " + CALL
+    chunks = check(text, sizes(text, 3), options)
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+    assert all("role" not in c["choices"][0]["delta"] for c in chunks[1:])
+    for chunk in chunks:
+        assert chunk["id"] == "chatcmpl-1" and chunk["object"] == "chat.completion.chunk" and chunk["created"] == 1
+        assert chunk["model"] == "gemma-4"
+        [choice] = chunk["choices"]
+        assert choice["index"] == 0 and choice["logprobs"] is None
+    assert [c["choices"][0]["finish_reason"] for c in chunks] == [None] * (len(chunks) - 1) + ["tool_calls"]
+    headers = [d for c in chunks for d in c["choices"][0]["delta"].get("tool_calls", ()) if "id" in d]
+    assert headers == [{"index": 0, "id": "call_0", "type": "function",
+                        "function": {"name": "get_weather", "arguments": ""}}]
+    later = [d for c in chunks for d in c["choices"][0]["delta"].get("tool_calls", ()) if "id" not in d]
+    assert later and all(set(d) == {"index", "function"} and set(d["function"]) == {"arguments"} for d in later)
+
+
+def test_reasoning_field_and_empty_output():
+    text = "<|channel>thought\na<channel|><|channel>thought\n<channel|>x"
+    chunks = stream_chunks([text], {"reasoning_field": "reasoning"})
+    reasoning = "".join(c["choices"][0]["delta"].get("reasoning", "") for c in chunks)
+    assert reasoning == "a\n" == "\n".join(parse_output(text).thinking)
+    [only] = stream_chunks([])
+    assert only["choices"][0]["delta"] == {"role": "assistant"} and only["choices"][0]["finish_reason"] == "stop"
+
+
+@pytest.mark.parametrize("options", MODES)
+def test_index_has_no_gap_after_a_failed_block(options):
+    text = "<|tool_call>calldone{a:1}<tool_call|><|tool_call>call:g{a:1}<tool_call|>"
+    chunks = check(text, sizes(text, 1), options)
+    assert list(call_fragments(chunks)) == [0]
+    text = "<|tool_call>call:f{a:<|\"|>x<|\"|>}<eos>" + "<|tool_call>call:g{a:1}<tool_call|>"
+    check(text, sizes(text, 4), options)
+
+
+def test_whole_mode_sends_nothing_of_a_failed_block_as_a_call():
+    for text in ["<|tool_call>call:f{a:<|\"|>cut", "<|tool_call>call:f{a:[1,2}<turn|>",
+                 "<|tool_call>call:f{a:1<|tool_call>call:g{}<tool_call|>"]:
+        chunks = check(text, sizes(text, 1))
+        names = [d["function"]["name"] for c in chunks for d in c["choices"][0]["delta"].get("tool_calls", ())
+                 if "id" in d]
+        assert "f" not in names
+
+
+def test_whole_mode_sends_arguments_in_one_fragment_at_the_end():
+    arguments = {"text": "x" * 200, "n": [1, 2.5, None, True]}
+    text = fuzz.canonical_call("f", arguments)
+    chunks = stream_chunks(sizes(text, 1))
+    assert call_fragments(chunks) == {0: ["", json.dumps(arguments)]}
+
+
+def test_feed_after_flush_and_bad_input():
+    stream = OpenAIStream(StreamParser())
+    with pytest.raises(TypeError):
+        stream.feed(b"x")
+    stream.flush()
+    assert stream.flush() == []
+    with pytest.raises(RuntimeError):
+        stream.feed("x")
+    with pytest.raises(TypeError):
+        OpenAIStream("not a parser")
+
+
+# --- every recorded stream, through the SDK, at several chunkings ------------------------------------
+@pytest.mark.parametrize("options", MODES)
+@pytest.mark.parametrize("path", STREAMS, ids=[p.stem for p in STREAMS])
+def test_conformance_streams_accumulate_to_the_message(path, options):
+    case = json.loads(path.read_text(encoding="utf-8"))
+    text = case["text"]
+    for pieces in ([text], sizes(text, 1), sizes(text, 4)):
+        check(text, pieces, options, **case["options"])
+
+
+def _omp_cases():
+    if not OMP_CASES.exists():
+        return []
+    return [json.loads(line) for line in OMP_CASES.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("options", MODES)
+def test_omp_stream_cases_accumulate_to_the_message_and_omps_calls(options):
+    cases = _omp_cases()
+    if not cases:
+        pytest.skip(f"{OMP_CASES} not present")
+    for case in cases:
+        text = case["text"]
+        parser_options = {"parse_thinking": case.get("parseThinking", True)}
+        for pieces in (case["chunks"], sizes(text, 1), sizes(text, 4)):
+            check(text, pieces, options, **parser_options)
+        chunks = stream_chunks(case["chunks"], options, **parser_options)
+        message, _ = accumulate(chunks)
+        got = [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in message.get("tool_calls", ())]
+        omp = [(c["name"], c["arguments"]) for c in case["omp"]["calls"]]
+        if got != omp:  # OMP's own differences are recorded in docs/omp-compatibility.md: check ours is the parser's
+            assert got == [(c.name, c.arguments) for c in parse_output(text, **parser_options).calls], case["id"]
+
+
+# --- random outputs, random chunkings ------------------------------------------------------------------
+@settings(max_examples=150, deadline=None)
+@given(st.data(), st.sampled_from(MODES))
+def test_random_streams_accumulate_to_the_message(data, options):
+    text = data.draw(fuzz.canonical_streams() | fuzz.canonical_streams().flatmap(fuzz.mutated))
+    pieces = data.draw(fuzz.chunked(text))
+    check(text, pieces, options)
+
+
+# --- for_prompt ----------------------------------------------------------------------------------------
+def _agent_messages():
+    return [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "tool_calls": [{"type": "function", "function": {
+            "name": "get_weather", "arguments": {"location": "Paris"}}}]},
+        {"role": "tool", "name": "get_weather", "content": "sunny"},
+    ]
+
+
+def test_for_prompt_starts_inside_the_thought_the_template_prefilled():
+    prompt = render_chat(_agent_messages(), add_generation_prompt=True, enable_thinking=True)
+    output = "Check the result.<channel|>It is sunny."
+    events = StreamParser.for_prompt(prompt).feed(output)
+    assert "".join(e.text for e in events if e.type == "text") == "It is sunny."
+    assert "".join(e.text for e in events if e.type == "thinking_delta") == "Check the result."
+
+
+def test_for_prompt_without_prefill_starts_in_text():
+    for prompt in [render_chat(_agent_messages(), add_generation_prompt=True, enable_thinking=False),
+                   render_chat([{"role": "user", "content": "hi"}], add_generation_prompt=True, enable_thinking=True),
+                   render_chat([{"role": "user", "content": "hi"}], add_generation_prompt=True, variant="31b")]:
+        events = StreamParser.for_prompt(prompt, strict=True).feed("Hello")
+        assert [e.type for e in events] == ["text"]
+
+
+def test_for_prompt_errors():
+    with pytest.raises(ValueError, match="generation prompt"):
+        StreamParser.for_prompt(render_chat([{"role": "user", "content": "hi"}]))
+    with pytest.raises(TypeError):
+        StreamParser.for_prompt("<|turn>model\n", start_in_thinking=True)
+    with pytest.raises(TypeError):
+        StreamParser.for_prompt(None)
