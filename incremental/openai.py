@@ -24,9 +24,14 @@ import secrets
 import time
 from typing import Any
 
-from gemma4_lark.events import Event, Text, ThinkingDelta, ThinkingStart, ToolCallEnd, ToolCallError
+from gemma4_lark.events import Event, Text, ThinkingDelta, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart
+from .arguments import ArgumentStream
 from .output import ParsedOutput
 from .parser import StreamParser
+
+# How much of the stream's recent text is kept to start a call's argument stream at its `{`: more
+# than the parser ever holds back before it reports a block's head (a bare head, 256, or a marker).
+_KEEP = 512
 
 __all__ = ["OpenAIStream", "to_openai_message", "tool_call_error_entry"]
 
@@ -64,11 +69,12 @@ class OpenAIStream:
     "reasoning" as others do).
     """
 
-    def __init__(self, parser: StreamParser, *, reasoning_field: str = "reasoning_content",
+    def __init__(self, parser: StreamParser, *, stream_arguments: bool = True, reasoning_field: str = "reasoning_content",
                  model: str = "gemma-4", completion_id: str | None = None, created: int | None = None):
         if not isinstance(parser, StreamParser):
             raise TypeError(f"parser must be a StreamParser, not {type(parser).__name__}")
         self.parser = parser
+        self.stream_arguments = stream_arguments
         self.reasoning_field = reasoning_field
         self.model = model
         self.completion_id = completion_id if completion_id is not None else "chatcmpl-" + secrets.token_hex(12)
@@ -76,13 +82,29 @@ class OpenAIStream:
         self._role_sent = False
         self._thoughts = 0     # thoughts begun: the second and later are joined by a newline
         self._calls_sent = 0   # the next tool_calls index
+        self._calls_done = 0   # calls sent complete (not void)
         self._errors_sent = 0  # the next tool_call_errors index
         self._finished = False
+        # stream_arguments: the stream's recent text, and the call being streamed
+        self._recent = ""
+        self._recent_start = 0
+        self._fed = 0
+        self._open: _OpenCall | None = None
 
     def feed(self, delta_text: str) -> list[dict[str, Any]]:
         """The chunks `delta_text` completes. Raises what `StreamParser.feed` raises (TypeError for
         a non-str, RuntimeError after flush)."""
-        return self._chunks(self.parser.feed(delta_text))
+        events = self.parser.feed(delta_text)
+        if not self.stream_arguments:
+            return self._chunks(events)
+        start = self._fed
+        self._fed = start + len(delta_text)
+        recent = self._recent + delta_text
+        if len(recent) > 2 * _KEEP:
+            self._recent_start += len(recent) - _KEEP
+            recent = recent[-_KEEP:]
+        self._recent = recent
+        return self._chunks(events)
 
     def flush(self) -> list[dict[str, Any]]:
         """The end of the stream: the chunks of what the parser still held, then the final chunk.
@@ -93,13 +115,15 @@ class OpenAIStream:
         chunks = self._chunks(self.parser.flush())
         delta: dict[str, Any] = {} if self._role_sent else {"role": "assistant"}
         self._role_sent = True
-        chunks.append(self._chunk(delta, "tool_calls" if self._calls_sent else "stop"))
+        chunks.append(self._chunk(delta, "tool_calls" if self._calls_done else "stop"))
         return chunks
 
     # --- events to deltas -----------------------------------------------------------------------
     def _chunks(self, events: list[Event]) -> list[dict[str, Any]]:
         deltas: list[dict[str, Any]] = []
         field = self.reasoning_field
+        if self._open is not None:
+            self._stream_open_call(deltas, events)
         for event in events:
             kind = type(event)
             if kind is Text:
@@ -109,14 +133,22 @@ class OpenAIStream:
             elif kind is ThinkingStart:
                 self._add_text(deltas, field, "\n" if self._thoughts else "", force=True)
                 self._thoughts += 1
+            elif kind is ToolCallStart:
+                if self.stream_arguments:
+                    self._start_call(deltas, event, events)
             elif kind is ToolCallEnd:
-                deltas.extend(self._call_deltas(event))
+                if self._open is not None and self._open.id == event.id:
+                    self._end_call(deltas, event)
+                else:
+                    deltas.extend(self._call_deltas(event))
             elif kind is ToolCallError:
+                if self._open is not None and self._open.id == event.id:
+                    deltas.append({"tool_calls": [_void(self._open.index, event.error)]})
+                    self._open = None
                 entry = tool_call_error_entry(event, self._errors_sent)
                 self._errors_sent += 1
                 deltas.append({"content": event.raw, "tool_call_errors": [entry]})
-            # ThinkingEnd, ToolCallStart and Stop send nothing: a call goes out whole at its end,
-            # and a stop marker is not content.
+            # ThinkingEnd and Stop send nothing: a stop marker is not content.
         return [self._chunk(delta, None) for delta in deltas]
 
     @staticmethod
@@ -133,6 +165,7 @@ class OpenAIStream:
         entry = call.to_openai()
         index = self._calls_sent
         self._calls_sent += 1
+        self._calls_done += 1
         header: dict[str, Any] = {"index": index, "id": entry["id"], "type": "function",
                                   "function": {"name": call.name, "arguments": ""}}
         for key in entry:  # a recovered call's marks go with its header
@@ -140,6 +173,70 @@ class OpenAIStream:
                 header[key] = entry[key]
         arguments = {"index": index, "function": {"arguments": entry["function"]["arguments"]}}
         return [{"tool_calls": [header]}, {"tool_calls": [arguments]}]
+
+    # --- stream_arguments ---------------------------------------------------------------------------
+    def _block_end(self, call_id: str, events: list[Event]) -> int:
+        """Where the block of `call_id` ends in the stream when these events end it, else how far
+        the stream has been fed: the argument stream reads only the block's own text."""
+        for event in events:
+            if type(event) in (ToolCallEnd, ToolCallError) and event.id == call_id:
+                return event.span[1]
+        return self._fed
+
+    def _recent_text(self, start: int, end: int) -> str | None:
+        if start < self._recent_start:
+            return None
+        return self._recent[start - self._recent_start: end - self._recent_start]
+
+    def _stream_open_call(self, deltas: list, events: list[Event]) -> None:
+        call = self._open
+        text = self._recent_text(call.read_to, self._block_end(call.id, events))
+        if text:
+            call.read_to += len(text)
+            self._add_fragment(deltas, call, call.arguments.feed(text))
+
+    def _start_call(self, deltas: list, start: ToolCallStart, events: list[Event]) -> None:
+        """The header goes out now; the arguments as the grammar accepts them, from the `{`."""
+        index = self._calls_sent
+        self._calls_sent += 1
+        deltas.append({"tool_calls": [{"index": index, "id": start.id, "type": "function",
+                                       "function": {"name": start.name, "arguments": ""}}]})
+        call = self._open = _OpenCall(start.id, index, ArgumentStream(max_depth=self.parser.max_depth),
+                                      start.span[1] - 1)
+        text = self._recent_text(call.read_to, self._block_end(call.id, events))
+        if text is None:  # (cannot happen: the parser holds back less than _KEEP) send it whole
+            call.arguments.stopped = True
+            return
+        call.read_to += len(text)
+        self._add_fragment(deltas, call, call.arguments.feed(text))
+
+    @staticmethod
+    def _add_fragment(deltas: list, call: "_OpenCall", fragment: str) -> None:
+        if fragment:
+            deltas.append({"tool_calls": [{"index": call.index, "function": {"arguments": fragment}}]})
+
+    def _end_call(self, deltas: list, end: ToolCallEnd) -> None:
+        """The streamed call is decoded: the rest of its JSON goes out, with a recovered call's
+        marks. When what was sent is not how the decoded call begins (a repeated key, or a block
+        the lenient decoder read otherwise), the streamed entry is void (marked `error`; its JSON
+        never closed) and the call goes out whole under the next index."""
+        call = self._open
+        self._open = None
+        entry = end.to_openai()
+        arguments = entry["function"]["arguments"]
+        sent = call.arguments.sent
+        if not arguments.startswith(sent):
+            deltas.append({"tool_calls": [_void(call.index, (
+                "the arguments streamed so far are not those of the decoded call (a repeated key, or a"
+                " block read by the lenient decoder): this entry is void, the call follows whole"))]})
+            deltas.extend(self._call_deltas(end))
+            return
+        last: dict[str, Any] = {"index": call.index, "function": {"arguments": arguments[len(sent):]}}
+        for key in entry:
+            if key not in ("id", "type", "function"):
+                last[key] = entry[key]
+        deltas.append({"tool_calls": [last]})
+        self._calls_done += 1
 
     def _chunk(self, delta: dict[str, Any], finish_reason: str | None) -> dict[str, Any]:
         if not self._role_sent:
@@ -149,3 +246,20 @@ class OpenAIStream:
                 "model": self.model,
                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}]}
 
+
+def _void(index: int, error: str) -> dict[str, Any]:
+    """The delta that voids a streamed call: an `error` (and an empty fragment: clients expect a
+    `function` in every tool-call delta). Its arguments stay unclosed JSON."""
+    return {"index": index, "function": {"arguments": ""}, "error": error}
+
+
+class _OpenCall:
+    """A call whose header went out and whose arguments are being streamed."""
+
+    __slots__ = ("id", "index", "arguments", "read_to")
+
+    def __init__(self, call_id: str, index: int, arguments: ArgumentStream, read_to: int):
+        self.id = call_id
+        self.index = index
+        self.arguments = arguments
+        self.read_to = read_to  # the stream offset up to which the argument stream has read

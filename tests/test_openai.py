@@ -21,7 +21,7 @@ from openai.types.chat import ChatCompletionChunk  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 STREAMS = sorted((ROOT / "tests" / "conformance" / "streams").glob("*.json"))
 OMP_CASES = ROOT.parent / "shared" / "data" / "omp-stream-cases.jsonl"
-MODES = [{}]
+MODES = [{"stream_arguments": False}, {"stream_arguments": True}]
 CALL = '<|tool_call>call:get_weather{location:<|"|>Paris<|"|>,days:3}<tool_call|>'
 
 
@@ -51,6 +51,15 @@ def accumulate(chunks):
         assert [c.pop("index") for c in out["tool_calls"]] == list(range(len(out["tool_calls"])))
         for call in out["tool_calls"]:
             call["function"].pop("parsed_arguments", None)
+        # a void entry (stream_arguments: its block failed after its header went out) is never
+        # complete JSON, so no client can run it; it is not part of the message
+        for call in out["tool_calls"]:
+            if "error" in call:
+                with pytest.raises(ValueError):
+                    json.loads(call["function"]["arguments"])
+        out["tool_calls"] = [c for c in out["tool_calls"] if "error" not in c]
+        if not out["tool_calls"]:
+            del out["tool_calls"]
     return out, snapshot.choices[0].finish_reason
 
 
@@ -140,7 +149,7 @@ def test_index_has_no_gap_after_a_failed_block(options):
 def test_whole_mode_sends_nothing_of_a_failed_block_as_a_call():
     for text in ["<|tool_call>call:f{a:<|\"|>cut", "<|tool_call>call:f{a:[1,2}<turn|>",
                  "<|tool_call>call:f{a:1<|tool_call>call:g{}<tool_call|>"]:
-        chunks = check(text, sizes(text, 1))
+        chunks = check(text, sizes(text, 1), {"stream_arguments": False})
         names = [d["function"]["name"] for c in chunks for d in c["choices"][0]["delta"].get("tool_calls", ())
                  if "id" in d]
         assert "f" not in names
@@ -149,7 +158,7 @@ def test_whole_mode_sends_nothing_of_a_failed_block_as_a_call():
 def test_whole_mode_sends_arguments_in_one_fragment_at_the_end():
     arguments = {"text": "x" * 200, "n": [1, 2.5, None, True]}
     text = fuzz.canonical_call("f", arguments)
-    chunks = stream_chunks(sizes(text, 1))
+    chunks = stream_chunks(sizes(text, 1), {"stream_arguments": False})
     assert call_fragments(chunks) == {0: ["", json.dumps(arguments)]}
 
 
@@ -241,3 +250,113 @@ def test_for_prompt_errors():
         StreamParser.for_prompt("<|turn>model\n", start_in_thinking=True)
     with pytest.raises(TypeError):
         StreamParser.for_prompt(None)
+
+
+# --- stream_arguments: the invariants --------------------------------------------------------------
+def sent_after_each_piece(pieces, **parser_options):
+    """The arguments of call 0 as the client has them after each piece fed (before flush), then
+    after flush."""
+    stream = OpenAIStream(StreamParser(id_factory=counter_ids(), **parser_options), stream_arguments=True)
+    sent, history = "", []
+    for piece in pieces + [None]:
+        chunks = stream.feed(piece) if piece is not None else stream.flush()
+        for chunk in chunks:
+            for delta in chunk["choices"][0]["delta"].get("tool_calls", ()):
+                if delta["index"] == 0:
+                    sent += delta["function"]["arguments"]
+        history.append(sent)
+    return history
+
+
+@settings(max_examples=200, deadline=None)
+@given(fuzz.calls(), st.data())
+def test_streamed_arguments_are_always_a_prefix_of_the_final_json_and_end_equal_to_it(call, data):
+    name, arguments = call
+    text = fuzz.canonical_call(name, arguments)
+    pieces = data.draw(fuzz.chunked(text))
+    history = sent_after_each_piece(pieces)
+    final = json.dumps(arguments, ensure_ascii=False)
+    assert history[-1] == final and json.loads(final) == arguments
+    assert all(final.startswith(sent) for sent in history)
+    # the closing brace only ever comes once the block is decoded
+    assert all(not sent.endswith("}") or sent == final for sent in history[:-1]) or history[-2] == final
+
+
+@pytest.mark.parametrize("prefix, sent", [
+    ("{", "{"),
+    ("{x", "{"),                            # a key may still grow
+    ("{x:", '{"x": '),
+    ("{x:108.", '{"x": '),                  # `108.` may become 108.02
+    ("{x:108.02", '{"x": '),
+    ("{x:108.02,", '{"x": 108.02'),         # the comma goes out with the next token
+    ("{x:108.02,y", '{"x": 108.02'),
+    ("{x:108.02,y:tru", '{"x": 108.02, "y": '),
+    ("{x:108.02,y:true}", '{"x": 108.02, "y": true'),  # never the closing brace
+    ("{x:<|\"|>ab", '{"x": "ab'),          # an open string's content flows
+    ("{x:<|\"|>ab<|\"", '{"x": "ab'),      # ... but not half a delimiter
+    ("{x:<|\"|>a\"b\n<|\"|>", '{"x": "a\\"b\\n"'),
+    ("{x:[1,-2.5e3,None,b c", '{"x": [1, -2500.0, null'),
+    ("{x:[1,-2.5e3,None,b c]", '{"x": [1, -2500.0, null, "b c"]'),
+    ("{x:{}", '{"x": {}'),
+    ("{a:1,b:2 c:3}", '{"a": 1, "b": '),     # `c` after `2`: nothing from there on
+    ("{a:1,}", '{"a": 1'),                    # a trailing comma never goes out
+])
+def test_only_what_the_grammar_accepted_and_no_longer_changes_goes_out(prefix, sent):
+    head = "<|tool_call>call:f"
+    for pieces in ([head + prefix], [head] + list(prefix)):
+        assert sent_after_each_piece(pieces)[-2] == sent
+
+
+def test_a_failed_block_never_completes_its_json_and_the_next_call_takes_the_next_index():
+    text = "<|tool_call>call:f{a:1}"  # cut off at the end of the stream: an error
+    chunks = stream_chunks(sizes(text, 1), {"stream_arguments": True})
+    assert "".join(call_fragments(chunks)[0]) == '{"a": 1'
+    text = '<|tool_call>call:f{a:<|"|>x<|"|>,b:[1<eos><|tool_call>call:g{}<tool_call|>'
+    chunks = check(text, sizes(text, 4), {"stream_arguments": True})
+    fragments = call_fragments(chunks)
+    assert "".join(fragments[0]) == '{"a": "x", "b": [' and "".join(fragments[1]) == "{}"
+    errors = [d for c in chunks for d in c["choices"][0]["delta"].get("tool_calls", ()) if "error" in d]
+    assert [e["index"] for e in errors] == [0]
+
+
+def test_a_repeated_key_voids_the_streamed_entry_and_the_call_follows_whole():
+    text = "<|tool_call>call:f{a:1,b:2,a:3}<tool_call|>"
+    chunks = check(text, sizes(text, 1), {"stream_arguments": True})
+    fragments = call_fragments(chunks)
+    assert "".join(fragments[1]) == json.dumps({"a": 3, "b": 2})
+
+
+def test_a_recovered_call_streams_and_carries_its_marks_at_the_end():
+    text = "<|tool_call>call:f{a:1,b:<|\"|>x<|\"|>,}<tool_call|>"
+    chunks = check(text, sizes(text, 2), {"stream_arguments": True})
+    [last] = [d for c in chunks for d in c["choices"][0]["delta"].get("tool_calls", ()) if "recovered" in d]
+    assert last["function"]["arguments"] == "}" and last["diagnostics"]
+
+
+def test_long_calls_arrive_in_several_fragments():
+    """Every call the grammar accepts (not recovered: a bare block has no head to stream from, and a
+    recovered one may be void) with arguments of 64 JSON characters or more comes in pieces."""
+    texts = [json.loads(p.read_text(encoding="utf-8"))["text"] for p in STREAMS]
+    texts += [case["text"] for case in _omp_cases()]
+    texts.append(fuzz.canonical_call("write", {"path": "a.txt", "content": "line\n" * 40, "mode": [1, 2.5]}))
+    long_calls = 0
+    for text in texts:
+        clean = {c.id for c in parse_output(text, id_factory=counter_ids()).calls if not c.recovered}
+        chunks = stream_chunks(sizes(text, 4), {"stream_arguments": True})
+        ids = {d["index"]: d["id"] for c in chunks for d in c["choices"][0]["delta"].get("tool_calls", ()) if "id" in d}
+        for index, fragments in call_fragments(chunks).items():
+            arguments = "".join(fragments)
+            if ids[index] in clean and len(arguments) >= 64:
+                long_calls += 1
+                assert len([f for f in fragments if f]) >= 3, arguments
+    assert long_calls >= (10 if _omp_cases() else 1)
+
+
+def test_a_long_bare_word_keeps_the_argument_buffer_bounded():
+    from gemma4_incremental.arguments import MAX_TOKEN_CHARS, ArgumentStream
+    arguments = ArgumentStream()
+    arguments.feed("{a:")
+    for _ in range(3 * MAX_TOKEN_CHARS // 4):
+        arguments.feed("word")
+        assert len(arguments._buffer) <= MAX_TOKEN_CHARS
+    assert arguments.stopped and arguments.sent == '{"a": '
