@@ -49,9 +49,13 @@ _ANY_CONFIRMER = re.compile(r"[,}\]:]")
 _dumps = json.JSONEncoder(ensure_ascii=False).encode
 
 
+# What json.dumps(..., ensure_ascii=False) escapes in a string (its own ESCAPE pattern)
+_NEEDS_ESCAPE = re.compile(r'[\x00-\x1f\\"]')
+
+
 def _escaped(text: str) -> str:
     """`text` as inside a JSON string (escaping is per character, so pieces concatenate)."""
-    return _dumps(text)[1:-1]
+    return _dumps(text)[1:-1] if _NEEDS_ESCAPE.search(text) else text
 
 
 class ArgumentStream:
@@ -83,6 +87,13 @@ class ArgumentStream:
         """The JSON that `text` (the next piece of the block) makes sure. Raises nothing."""
         if self.stopped or self.closed or not text:
             return ""
+        if self._in_string and not self._buffer and "<" not in text:
+            # the common case inside a long string: all of it is content
+            fragment = _escaped(text)
+            if self._string_key is not None:
+                self._string_key.append(text)
+            self._sent.append(fragment)
+            return fragment
         out: list[str] = []
         buffer = self._buffer + text if self._buffer else text
         pos = 0

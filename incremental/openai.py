@@ -98,7 +98,19 @@ class OpenAIStream:
         if not self.stream_arguments:
             return self._chunks(events)
         start = self._fed
-        self._fed = start + len(delta_text)
+        end = self._fed = start + len(delta_text)
+        call = self._open
+        if call is not None and not events and call.read_to == start:
+            # The common case while a call is written: the whole delta is more of its block. The
+            # recent text starts afresh after it: a new block's head comes after this block's end,
+            # which a later delta brings (with events, so not on this path).
+            call.read_to = end
+            self._recent = ""
+            self._recent_start = end
+            fragment = call.arguments.feed(delta_text)
+            if not fragment:
+                return []
+            return [self._chunk({"tool_calls": [{"index": call.index, "function": {"arguments": fragment}}]}, None)]
         recent = self._recent + delta_text
         if len(recent) > 2 * _KEEP:
             self._recent_start += len(recent) - _KEEP
