@@ -128,6 +128,10 @@ class ArgumentStream:
                     return pos
                 pos += len(_D)
                 continue
+            if self._look_from and _ANY_CONFIRMER.search(buffer, self._look_from) is None:
+                # still waiting for what confirms the token at `pos`: do not re-read it
+                self._look_from = n
+                return pos
             m = match(buffer, pos)
             if m is None:
                 rest = buffer[pos:]

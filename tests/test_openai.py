@@ -360,3 +360,11 @@ def test_a_long_bare_word_keeps_the_argument_buffer_bounded():
         arguments.feed("word")
         assert len(arguments._buffer) <= MAX_TOKEN_CHARS
     assert arguments.stopped and arguments.sent == '{"a": '
+
+
+def test_serving_doc_examples_run():
+    text = (ROOT / "docs" / "serving.md").read_text(encoding="utf-8")
+    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
+    assert len(blocks) == 2
+    for block in blocks:
+        exec(compile(block, "docs/serving.md", "exec"), {})
