@@ -118,7 +118,7 @@ class ArgumentStream:
         while pos < n:
             if self._in_string:
                 pos = self._read_string(buffer, pos, out)
-                if self._in_string:
+                if self._in_string or self.stopped:
                     return pos
                 continue
             match, ignore, keywords = self._lexers[self._stack[-1]]

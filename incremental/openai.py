@@ -112,9 +112,10 @@ class OpenAIStream:
                 return []
             return [self._chunk({"tool_calls": [{"index": call.index, "function": {"arguments": fragment}}]}, None)]
         recent = self._recent + delta_text
-        if len(recent) > 2 * _KEEP:
-            self._recent_start += len(recent) - _KEEP
-            recent = recent[-_KEEP:]
+        keep = _KEEP + len(delta_text)  # all of this delta, and what the parser may hold before it
+        if len(recent) > 2 * keep:
+            self._recent_start += len(recent) - keep
+            recent = recent[-keep:]
         self._recent = recent
         return self._chunks(events)
 

@@ -303,7 +303,7 @@ def test_streamed_arguments_are_always_a_prefix_of_the_final_json_and_end_equal_
 ])
 def test_only_what_the_grammar_accepted_and_no_longer_changes_goes_out(prefix, sent):
     head = "<|tool_call>call:f"
-    for pieces in ([head + prefix], [head] + list(prefix)):
+    for pieces in ([head + prefix], [head] + list(prefix), ["x" * 5000 + head + prefix]):
         assert sent_after_each_piece(pieces)[-2] == sent
 
 
@@ -319,8 +319,9 @@ def test_a_failed_block_never_completes_its_json_and_the_next_call_takes_the_nex
     assert [e["index"] for e in errors] == [0]
 
 
-def test_a_repeated_key_voids_the_streamed_entry_and_the_call_follows_whole():
-    text = "<|tool_call>call:f{a:1,b:2,a:3}<tool_call|>"
+@pytest.mark.parametrize("text", ["<|tool_call>call:f{a:1,b:2,a:3}<tool_call|>",
+                                  '<|tool_call>call:f{<|"|>a<|"|>:1,b:2,<|"|>a<|"|>:3}<tool_call|>'])
+def test_a_repeated_key_voids_the_streamed_entry_and_the_call_follows_whole(text):
     chunks = check(text, sizes(text, 1), {"stream_arguments": True})
     fragments = call_fragments(chunks)
     assert "".join(fragments[1]) == json.dumps({"a": 3, "b": 2})
