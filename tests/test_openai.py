@@ -369,3 +369,29 @@ def test_serving_doc_examples_run():
     assert len(blocks) == 2
     for block in blocks:
         exec(compile(block, "docs/serving.md", "exec"), {})
+
+
+@pytest.mark.parametrize("shape", [
+    lambda n: "<|tool_call>call:f{a:" + "x:y " * n + "}<tool_call|>",             # a growing bare word
+    lambda n: "<|tool_call>call:f{a:" + D_ + "a<b " * n + D_ + "}<tool_call|>",     # '<' in a string
+    lambda n: "<|tool_call>call:f{" + ",".join(f"k{i}:[{i},true]" for i in range(n // 3)) + "}<tool_call|>",
+])
+def test_streaming_arguments_is_linear(shape):
+    """Complexity guard (sizes within one run, generous ratio): 1-character deltas of a call twice
+    as long take about twice as long, whatever the shape."""
+    import time
+
+    def cost(n):
+        pieces = list(shape(n))
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            stream_chunks(pieces, {"stream_arguments": True})
+            best = min(best, time.perf_counter() - start)
+        return best
+
+    cost(500)
+    assert cost(16000) / cost(8000) < 3.0
+
+
+D_ = '<|"|>'
