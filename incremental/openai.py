@@ -133,8 +133,14 @@ class OpenAIStream:
 
     # --- events to deltas -----------------------------------------------------------------------
     def _chunks(self, events: list[Event]) -> list[dict[str, Any]]:
-        deltas: list[dict[str, Any]] = []
         field = self.reasoning_field
+        if len(events) == 1 and self._open is None and self._role_sent:
+            # the common case of prose and thoughts: one piece of text, one chunk
+            event = events[0]
+            kind = type(event)
+            if kind is Text or kind is ThinkingDelta:
+                return [self._chunk({"content" if kind is Text else field: event.text}, None)] if event.text else []
+        deltas: list[dict[str, Any]] = []
         if self._open is not None:
             self._stream_open_call(deltas, events)
         for event in events:
