@@ -47,6 +47,8 @@ _LITERALS = {"TRUE": "true", "FALSE": "false", "NULL": "null", "NULL_PYTHON": "n
 _CONFIRMER = re.compile(r"[ \t\r\n]*[,}\]:]")
 _ANY_CONFIRMER = re.compile(r"[,}\]:]")
 _dumps = json.JSONEncoder(ensure_ascii=False).encode
+# json's own string encoder for ensure_ascii=False (C when available): what _dumps does to a str
+_encode_string = json.encoder.encode_basestring
 
 
 # What json.dumps(..., ensure_ascii=False) escapes in a string (its own ESCAPE pattern)
@@ -55,7 +57,7 @@ _NEEDS_ESCAPE = re.compile(r'[\x00-\x1f\\"]')
 
 def _escaped(text: str) -> str:
     """`text` as inside a JSON string (escaping is per character, so pieces concatenate)."""
-    return _dumps(text)[1:-1] if _NEEDS_ESCAPE.search(text) else text
+    return _encode_string(text)[1:-1] if _NEEDS_ESCAPE.search(text) else text
 
 
 class ArgumentStream:
@@ -266,7 +268,7 @@ class ArgumentStream:
         if type_ == "KEY":
             self._expect_key = False
             if self._add_key(value):
-                out.append(_dumps(value))
+                out.append(_encode_string(value))
             return
         if type_ in _LITERALS:
             out.append(_LITERALS[type_])
@@ -279,7 +281,7 @@ class ArgumentStream:
                 return
             out.append(_dumps(number))
         else:  # a bare word (a string is read by _read_string)
-            out.append(_dumps(value))
+            out.append(_encode_string(value))
 
     def _flush_comma(self, out: list) -> None:
         if self._comma:

@@ -96,6 +96,12 @@ class OpenAIStream:
         a non-str, RuntimeError after flush)."""
         events = self.parser.feed(delta_text)
         if not self.stream_arguments:
+            if not events:  # most deltas inside a call block
+                return []
+            if len(events) == 1 and self._role_sent:
+                one = self._one_text_chunk(events[0])
+                if one is not None:
+                    return one
             return self._chunks(events)
         start = self._fed
         end = self._fed = start + len(delta_text)
@@ -110,14 +116,27 @@ class OpenAIStream:
             fragment = call.arguments.feed(delta_text)
             if not fragment:
                 return []
-            return [self._chunk({"tool_calls": [{"index": call.index, "function": {"arguments": fragment}}]}, None)]
+            return [{"id": self.completion_id, "object": "chat.completion.chunk", "created": self.created,
+                     "model": self.model,
+                     "choices": [{"index": 0, "delta": {"tool_calls": [
+                         {"index": call.index, "function": {"arguments": fragment}}]},
+                         "finish_reason": None, "logprobs": None}]}]
+        if len(events) == 1 and call is None and self._role_sent:
+            one = self._one_text_chunk(events[0])
+            if one is not None:
+                self._remember(delta_text)
+                return one
+        self._remember(delta_text)
+        return self._chunks(events)
+
+    def _remember(self, delta_text: str) -> None:
+        """Keep the stream's recent text: a block's head may be reported a little after it came."""
         recent = self._recent + delta_text
         keep = _KEEP + len(delta_text)  # all of this delta, and what the parser may hold before it
         if len(recent) > 2 * keep:
             self._recent_start += len(recent) - keep
             recent = recent[-keep:]
         self._recent = recent
-        return self._chunks(events)
 
     def flush(self) -> list[dict[str, Any]]:
         """The end of the stream: the chunks of what the parser still held, then the final chunk.
@@ -132,14 +151,28 @@ class OpenAIStream:
         return chunks
 
     # --- events to deltas -----------------------------------------------------------------------
+    def _one_text_chunk(self, event: Event) -> list[dict[str, Any]] | None:
+        """The common case of prose and thoughts, one piece of text: its chunk, built in one go
+        (this runs for most deltas of a stream). None for any other event."""
+        kind = type(event)
+        if kind is Text:
+            key = "content"
+        elif kind is ThinkingDelta:
+            key = self.reasoning_field
+        else:
+            return None
+        if not event.text:
+            return []
+        return [{"id": self.completion_id, "object": "chat.completion.chunk", "created": self.created,
+                 "model": self.model,
+                 "choices": [{"index": 0, "delta": {key: event.text}, "finish_reason": None, "logprobs": None}]}]
+
     def _chunks(self, events: list[Event]) -> list[dict[str, Any]]:
         field = self.reasoning_field
         if len(events) == 1 and self._open is None and self._role_sent:
-            # the common case of prose and thoughts: one piece of text, one chunk
-            event = events[0]
-            kind = type(event)
-            if kind is Text or kind is ThinkingDelta:
-                return [self._chunk({"content" if kind is Text else field: event.text}, None)] if event.text else []
+            one = self._one_text_chunk(events[0])
+            if one is not None:
+                return one
         deltas: list[dict[str, Any]] = []
         if self._open is not None:
             self._stream_open_call(deltas, events)
