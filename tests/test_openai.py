@@ -13,6 +13,7 @@ from gemma4_lark import fuzz
 from gemma4_lark.render.official import render_chat
 
 from stream_helpers import counter_ids
+from test_shared_data import _numbers_by_value
 
 openai = pytest.importorskip("openai")
 from openai.lib.streaming.chat import ChatCompletionStreamState  # noqa: E402
@@ -191,21 +192,27 @@ def _omp_cases():
 
 
 @pytest.mark.parametrize("options", MODES)
-def test_omp_stream_cases_accumulate_to_the_message_and_omps_calls(options):
+def test_omp_stream_cases_accumulate_to_the_message_and_to_omps_calls(options):
+    """Every case at its recorded chunking, 1 and 4 characters; OMP's calls (names, arguments by
+    value) for the cases where OMP is right (kind "strict")."""
     cases = _omp_cases()
     if not cases:
         pytest.skip(f"{OMP_CASES} not present")
+    strict = 0
     for case in cases:
         text = case["text"]
         parser_options = {"parse_thinking": case.get("parseThinking", True)}
         for pieces in (case["chunks"], sizes(text, 1), sizes(text, 4)):
             check(text, pieces, options, **parser_options)
-        chunks = stream_chunks(case["chunks"], options, **parser_options)
-        message, _ = accumulate(chunks)
-        got = [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in message.get("tool_calls", ())]
-        omp = [(c["name"], c["arguments"]) for c in case["omp"]["calls"]]
-        if got != omp:  # OMP's own differences are recorded in docs/omp-compatibility.md: check ours is the parser's
-            assert got == [(c.name, c.arguments) for c in parse_output(text, **parser_options).calls], case["id"]
+        if case["kind"] != "strict":  # where OMP and we differ on purpose: docs/omp-compatibility.md
+            continue
+        strict += 1
+        message, _ = accumulate(stream_chunks(case["chunks"], options, **parser_options))
+        got = [(c["function"]["name"], _numbers_by_value(json.loads(c["function"]["arguments"])))
+               for c in message.get("tool_calls", ())]
+        omp = [(c["name"], _numbers_by_value(c["arguments"])) for c in case["omp"]["calls"]]
+        assert got == omp, case["id"]
+    assert strict > 200
 
 
 # --- random outputs, random chunkings ------------------------------------------------------------------
