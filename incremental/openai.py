@@ -9,17 +9,19 @@ One mapping, used both ways (docs/serving.md):
 - a block that failed (`tool_call_error`) is never a call: its raw text stays in `content` where the
   model wrote it, and it is listed in `tool_call_errors` (`index` = its position in that list).
 
-`OpenAIStream` sends a call whole when its block has been decoded (`tool_call_end`): its header
-delta (`index`, `id`, `type`, `function.name`, `arguments: ""`) and then its arguments in one
-fragment. Nothing of a block that fails is ever sent as a call, so `index` counts only the calls
-sent: 0, 1, 2... with no gap. Accumulating the chunks (as the OpenAI SDK does) gives exactly
-`to_openai_message` of the same output, whatever the chunking, with `index` in each `tool_calls`
-entry as streamed messages have it.
+`OpenAIStream` streams the same. With `stream_arguments=False` a call goes out when its block has
+been decoded: its header delta (`index`, `id`, `type`, `function.name`, `arguments: ""`), then its
+arguments in one fragment; nothing of a failed block is sent as a call. With `stream_arguments=True`
+the header goes out at `tool_call_start` and the arguments as the grammar accepts them
+(`arguments.ArgumentStream`), the closing `}` only once the call is decoded; a block that then
+fails leaves its entry void (an `error` key, arguments never complete JSON). `index` counts the
+calls sent, 0, 1, 2... with no gap. Accumulating the chunks (as the OpenAI SDK does) gives exactly
+`to_openai_message` of the same output, whatever the chunking, besides each streamed entry's
+`index` and the void entries.
 """
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from typing import Any
@@ -63,8 +65,10 @@ class OpenAIStream:
     """Model output deltas in, `chat.completion.chunk` dicts out (sans-IO, over a `StreamParser`).
 
     `feed(delta_text)` returns the chunks that the text completes (possibly none); `flush()` ends
-    the stream, its last chunk carrying `finish_reason` ("tool_calls" when a call was sent, else
-    "stop"). The first chunk's delta carries `role: "assistant"`. Thoughts go in
+    the stream, its last chunk carrying `finish_reason` ("tool_calls" when a call went out complete, else
+    "stop"). The first chunk's delta carries `role: "assistant"`. `stream_arguments`: send a call's
+    arguments while they are written (True) or whole once the call is decoded (False); see the
+    module's docstring and docs/serving.md for what each sends of a failed block. Thoughts go in
     `delta[reasoning_field]` ("reasoning_content" as vLLM, SGLang and DeepSeek send them;
     "reasoning" as others do).
     """
