@@ -187,8 +187,8 @@ class ArgumentStream:
         key = self._string_key
         self._string_key = None
         out.append('"')
-        if key is not None and not self._add_key("".join(key)):
-            return close + len(_D)
+        if key is not None:
+            self._add_key("".join(key))  # a repeated key stops the stream
         return close + len(_D)
 
     def _string_text(self, text: str, out: list) -> None:

@@ -307,6 +307,8 @@ def test_streamed_arguments_are_always_a_prefix_of_the_final_json_and_end_equal_
     ("{x:{}", '{"x": {}'),
     ("{a:1,b:2 c:3}", '{"a": 1, "b": '),     # `c` after `2`: nothing from there on
     ("{a:1,}", '{"a": 1'),                    # a trailing comma never goes out
+    ("{a:1e999,b:1}", '{"a": '),              # a number beyond a double stops the stream
+    ("{a:" + "9" * 5000 + ",b:1}", '{"a": '),  # so does a token longer than MAX_TOKEN_CHARS
 ])
 def test_only_what_the_grammar_accepted_and_no_longer_changes_goes_out(prefix, sent):
     head = "<|tool_call>call:f"
@@ -329,6 +331,8 @@ def test_a_failed_block_never_completes_its_json_and_the_next_call_takes_the_nex
 @pytest.mark.parametrize("text", ["<|tool_call>call:f{a:1,b:2,a:3}<tool_call|>",
                                   '<|tool_call>call:f{<|"|>a<|"|>:1,b:2,<|"|>a<|"|>:3}<tool_call|>'])
 def test_a_repeated_key_voids_the_streamed_entry_and_the_call_follows_whole(text):
+    """(The decoded call keeps the last value at the first key's place: no streamed prefix can
+    show that, so the entry is void and the call is sent again, whole.)"""
     chunks = check(text, sizes(text, 1), {"stream_arguments": True})
     fragments = call_fragments(chunks)
     assert "".join(fragments[1]) == json.dumps({"a": 3, "b": 2})
