@@ -34,26 +34,15 @@ class ParsedOutput:
     events: list[Event] = field(default_factory=list, repr=False)
 
     def to_openai(self) -> dict:
-        """The output as an OpenAI chat-completions assistant message.
+        """The output as an OpenAI chat-completions assistant message: the same as
+        `gemma4_incremental.openai.to_openai_message(self)` (see there and docs/serving.md).
 
         Nothing is passed off silently: a block that failed is not a call, so its raw text stays
-        in `content` where the model wrote it, and it is listed in `tool_call_errors` (id, index,
-        error, raw and what could be decoded); a recovered call is in `tool_calls` marked
-        `"recovered": true` with its diagnostics (see `ToolCallEnd.to_openai`). The two extra keys
-        appear only when there is something in them.
+        in `content` where the model wrote it, and it is listed in `tool_call_errors`; a recovered
+        call is in `tool_calls` marked `"recovered": true` with its diagnostics.
         """
-        content = "".join(e.text if isinstance(e, Text) else e.raw for e in self.events
-                          if isinstance(e, (Text, ToolCallError)))
-        message: dict = {"role": "assistant", "content": content or None}
-        if self.thinking:
-            message["reasoning_content"] = "\n".join(self.thinking)
-        if self.calls:
-            message["tool_calls"] = [c.to_openai() for c in self.calls]
-        if self.errors:
-            message["tool_call_errors"] = [
-                {"id": e.id, "index": e.index, "error": e.error, "raw": e.raw, "name": e.name, "partial": e.partial}
-                for e in self.errors]
-        return message
+        from .openai import to_openai_message  # the one implementation; it imports this module
+        return to_openai_message(self)
 
 
 def collect(events: Iterable[Event]) -> ParsedOutput:

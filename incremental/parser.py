@@ -27,6 +27,7 @@ from gemma4_lark.diagnostics import Diagnostic
 from gemma4_lark.errors import GemmaSyntaxError
 from gemma4_lark.reference import decode_calls
 from gemma4_lark.grammar import terminal_pattern
+from gemma4_lark.model import ThoughtPrefill
 
 from gemma4_lark.events import (
     Event, Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
@@ -124,6 +125,30 @@ class StreamParser:
             self._start_events = []
 
     # --- public API -----------------------------------------------------------------------------
+    @classmethod
+    def for_prompt(cls, prompt: str, **options) -> "StreamParser":
+        """A parser for the output that follows the rendered `prompt`, its state read from the
+        prompt's tail by the grammar (`parse_transcript`): when the prompt's last turn is an open
+        model turn ending in a thought prefill (`<|channel>thought\\n`, which the official template
+        writes after tool results when thinking is on), the output starts inside that thought.
+
+        `options` are StreamParser's, except `start_in_thinking`, which is inferred. Raises
+        `TypeError` when `prompt` is not a str or `start_in_thinking` is given, `ValueError` when the
+        prompt does not end in an open model turn (no generation prompt), and `GemmaSyntaxError`
+        (with its position) when the grammar rejects the prompt.
+        """
+        if not isinstance(prompt, str):
+            raise TypeError(f"prompt must be str, not {type(prompt).__name__}")
+        if "start_in_thinking" in options:
+            raise TypeError("for_prompt() infers start_in_thinking from the prompt; do not pass it")
+        turns = gemma4_lark.parse_transcript(prompt).turns
+        last = turns[-1] if turns else None
+        if last is None or last.closed or last.role != "model":
+            raise ValueError("the prompt does not end in an open model turn: render it with the generation"
+                             " prompt (add_generation_prompt=True)")
+        prefilled = bool(last.parts) and isinstance(last.parts[-1], ThoughtPrefill)
+        return cls(start_in_thinking=prefilled, **options)
+
     def feed(self, chunk: str) -> list[Event]:
         """Events that `chunk` completes (possibly none).
 
