@@ -33,6 +33,8 @@ import re
 from gemma4_lark import tokens
 from gemma4_lark.parser import block_parser
 
+from .pieces import Pieces
+
 __all__ = ["ArgumentStream", "MAX_TOKEN_CHARS"]
 
 MAX_TOKEN_CHARS = 4096
@@ -78,12 +80,12 @@ class ArgumentStream:
         self._expect_key = False
         self.stopped = False
         self.closed = False       # the top-level object's `}` was read (and not sent)
-        self._sent: list[str] = []
+        self._sent = Pieces()     # what went out, kept compactly (a fragment per 1-char chunk is common)
 
     @property
     def sent(self) -> str:
         """All the JSON sent so far."""
-        return "".join(self._sent)
+        return self._sent.text()
 
     def feed(self, text: str) -> str:
         """The JSON that `text` (the next piece of the block) makes sure. Raises nothing."""
