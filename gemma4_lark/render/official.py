@@ -322,6 +322,12 @@ def render_chat(messages, tools=None, *, add_generation_prompt: bool = False, en
     for i, message in enumerate(loop):
         if message["role"] == "user":
             last_user = i
+    # the role of the next message that is not a tool result, for every index: the template scans
+    # forward from each message, which is quadratic in a long conversation
+    next_roles = [None] * len(loop)
+    for i in range(len(loop) - 2, -1, -1):
+        follow = loop[i + 1]["role"]
+        next_roles[i] = next_roles[i + 1] if follow == "tool" else follow
 
     for index, message in enumerate(loop):
         if message["role"] == "tool":
@@ -353,15 +359,14 @@ def render_chat(messages, tools=None, *, add_generation_prompt: bool = False, en
                 responded = True
                 prev_type = "tool_response"
         elif tool_calls:
+            # the template takes the name of the last call whose id matches, for every result
+            names = {tc.get("id"): tc["function"]["name"] for tc in tool_calls}
             for k in range(index + 1, len(loop)):
                 follow = loop[k]
                 if follow["role"] != "tool":
                     break
                 follow_at = f"messages[{k + offset}]"
-                name = follow.get("name") or "unknown"
-                for tc in tool_calls:
-                    if tc.get("id") == follow.get("tool_call_id"):
-                        name = tc["function"]["name"]
+                name = names.get(follow.get("tool_call_id"), follow.get("name") or "unknown")
                 body = follow.get("content")
                 if isinstance(body, (list, tuple)):
                     text = "".join(str(part.get("text", "")) for part in body if part.get("type") == "text")
@@ -372,7 +377,7 @@ def render_chat(messages, tools=None, *, add_generation_prompt: bool = False, en
                 responded = True
                 prev_type = "tool_response"
         has_content = r.content(message.get("content"), role, where + ".content", out)
-        next_role = next((m["role"] for m in loop[index + 1:] if m["role"] != "tool"), None)
+        next_role = next_roles[index]
         continues = role == "model" and next_role == "assistant" and (not tool_calls or responded)
         if prev_type == "tool_call" and not responded:
             out.structure(tokens.TOOL_RESPONSE_OPEN)
