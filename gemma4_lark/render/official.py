@@ -16,7 +16,7 @@ from __future__ import annotations
 from .. import tokens
 from ..parser import DEFAULT_MAX_DEPTH
 from .safety import Run, UnsafeContentError, check_name, check_policy, guard, guard_run, strip_controls
-from .values import ValueWriter, key_bare, key_bare_if_possible, key_quoted, python_number
+from .values import ValueWriter, check_depth, key_bare, key_bare_if_possible, key_quoted, python_number
 
 VARIANTS = ("e2b", "31b")
 _D = tokens.STRING_DELIMITER
@@ -61,8 +61,12 @@ def _items_sorted(mapping: dict):
 
 
 class _Renderer:
-    def __init__(self, unsafe: str):
+    def __init__(self, unsafe: str, max_depth: int = DEFAULT_MAX_DEPTH):
         self.unsafe = unsafe
+        self.max_depth = max_depth
+        # schemas are walked recursively (a frame per level): never past the default, whatever
+        # a caller's max_depth allows for values
+        self.schema_depth = min(max_depth, DEFAULT_MAX_DEPTH)
         # format_argument(..., escape_keys=False) and (..., escape_keys=True). The template writes
         # keys bare; a key the grammar's KEY terminal does not take (`to:x,memo`) would read back as
         # other members, so unless unsafe="allow" such a key is written as a `<|"|>` string.
@@ -108,11 +112,12 @@ class _Renderer:
 
     # --- declarations -------------------------------------------------------------------------
     def parameters(self, properties: dict, where: str, filter_keys: bool = False, depth: int = 2) -> str:
-        # Each level of a schema is two levels of the value (`properties:{name:{`); past the
-        # parser's nesting limit the prompt could not be read back, and Python's stack would
-        # overflow a little further on, so the limit is an error naming the field.
-        if depth > DEFAULT_MAX_DEPTH:
-            raise ValueError(f"{where}: the schema nests deeper than {DEFAULT_MAX_DEPTH} levels once rendered")
+        # `depth`: the objects open around `properties`' members (`declaration:f{parameters:{properties:{`
+        # is 3 less one, as each member opens `name:{`); each level of a schema is two levels of
+        # the value. Past the parser's nesting limit the prompt could not be read back (and
+        # Python's stack would overflow a little further on), so the limit is an error naming
+        # the field.
+        check_depth(depth + 2, where, self.schema_depth, "the schema")
         out = []
         first = True
         for key, value in self.sorted(properties, where):
@@ -136,7 +141,8 @@ class _Renderer:
                 if enum:
                     out.append("," if comma else "")
                     comma = True
-                    out.append("enum:" + self.quoted.write(enum, at + ".enum"))
+                    out.append("enum:" + self.quoted.write(enum, at + ".enum", depth=depth + 2,
+                                                                  max_depth=self.schema_depth))
             elif kind == "ARRAY":
                 items = _get(value, "items")
                 if isinstance(items, dict) and items:
@@ -162,9 +168,11 @@ class _Renderer:
                             if isinstance(item_value, str):
                                 out.append("type:" + self.quoted.write(item_value.upper(), item_at))
                             else:
-                                out.append("type:" + self.quoted.write([str(v).upper() for v in item_value], item_at))
+                                out.append("type:" + self.quoted.write([str(v).upper() for v in item_value], item_at,
+                                                                       depth=depth + 3, max_depth=self.schema_depth))
                         else:
-                            out.append(self.key(item_key, item_at) + ":" + self.quoted.write(item_value, item_at))
+                            out.append(self.key(item_key, item_at) + ":" + self.quoted.write(
+                                item_value, item_at, depth=depth + 3, max_depth=self.schema_depth))
                     out.append("}")
             if _get(value, "nullable"):
                 out.append("," if comma else "")
@@ -224,7 +232,7 @@ class _Renderer:
         arguments = function.get("arguments", MISSING)
         out = [tokens.TOOL_CALL_OPEN + tokens.CALL_KEYWORD + self.name(function["name"], where + ".function.name") + "{"]
         if isinstance(arguments, dict):
-            body = self.bare.write(arguments, where + ".function.arguments")
+            body = self.bare.write(arguments, where + ".function.arguments", max_depth=self.max_depth)
             out.append(body[1:-1])
         elif arguments is not None:
             raise ValueError(
@@ -235,10 +243,10 @@ class _Renderer:
 
     def response(self, name: str, response, where: str) -> str:
         head = tokens.TOOL_RESPONSE_OPEN + tokens.RESPONSE_KEYWORD + self.name(name, where + ".name") + "{"
-        if isinstance(response, dict):
-            body = self.bare.write(response, where + ".content")[1:-1]
+        if isinstance(response, dict):  # its braces are the block's
+            body = self.bare.write(response, where + ".content", max_depth=self.max_depth)[1:-1]
         else:
-            body = "value:" + self.bare.write(response, where + ".content")
+            body = "value:" + self.bare.write(response, where + ".content", depth=1, max_depth=self.max_depth)
         return head + body + "}" + tokens.TOOL_RESPONSE_CLOSE
 
     def content(self, content, role: str, where: str, run: Run) -> bool:
@@ -275,7 +283,7 @@ def strip_thinking(text: str) -> str:
 
 def render_chat(messages, tools=None, *, add_generation_prompt: bool = False, enable_thinking: bool = False,
                 preserve_thinking: bool = False, variant: str = "e2b", unsafe: str = "error",
-                model: str | None = None) -> str:
+                model: str | None = None, max_depth: int = DEFAULT_MAX_DEPTH) -> str:
     """OpenAI-style `messages` (and `tools`) as the official Gemma 4 chat template renders them.
 
     variant: "e2b" (E2B/E4B) or "31b" (26B/31B). Raises `ValueError` where the template raises
@@ -290,7 +298,7 @@ def render_chat(messages, tools=None, *, add_generation_prompt: bool = False, en
         from ..family import require_gemma4
 
         require_gemma4(model)
-    r = _Renderer(unsafe)
+    r = _Renderer(unsafe, max_depth)
     out = Run(unsafe)
     out.structure(tokens.BOS)
     prev_type = None

@@ -18,7 +18,7 @@ from ..model import ToolCall
 from . import js
 from ..parser import DEFAULT_MAX_DEPTH
 from .safety import check_name, check_policy, guard, guard_run
-from .values import ValueWriter, key_bare_if_possible
+from .values import ValueWriter, check_depth, key_bare_if_possible
 
 def _finite_number(value) -> str:
     """JavaScript's text for a number; NaN and the infinities (which OMP writes as `NaN` and
@@ -44,7 +44,8 @@ def _name(name: str, where: str, unsafe: str) -> str:
     return check_name(name, where, unsafe)
 
 
-def render_tool_call(name: str, arguments: dict, *, unsafe: str = "error", where: str = "call") -> str:
+def render_tool_call(name: str, arguments: dict, *, unsafe: str = "error", where: str = "call",
+                     max_depth: int = DEFAULT_MAX_DEPTH) -> str:
     """`<|tool_call>call:NAME{k:v,...}<tool_call|>`, keys in insertion order.
 
     Raises `UnsafeContentError` (a `ValueError`) for content that would forge structure under
@@ -54,7 +55,7 @@ def render_tool_call(name: str, arguments: dict, *, unsafe: str = "error", where
     if not isinstance(arguments, dict):
         raise TypeError(f"arguments must be a dict, not {type(arguments).__name__} ({where})")
     return (tokens.TOOL_CALL_OPEN + tokens.CALL_KEYWORD + _name(name, f"{where}.name", unsafe)
-            + _writer(unsafe).write(arguments, f"{where}.arguments") + tokens.TOOL_CALL_CLOSE)
+            + _writer(unsafe).write(arguments, f"{where}.arguments", max_depth=max_depth) + tokens.TOOL_CALL_CLOSE)
 
 
 def render_tool_calls(calls, *, unsafe: str = "error") -> str:
@@ -93,11 +94,11 @@ def render_tool_results(results, *, unsafe: str = "error") -> str:
                    for i, result in enumerate(results))
 
 
-def _result(name: str, text: str, unsafe: str, name_at: str, text_at: str) -> str:
+def _result(name: str, text: str, unsafe: str, name_at: str, text_at: str, max_depth: int = DEFAULT_MAX_DEPTH) -> str:
     # the text is checked as the value it becomes: JSON can spell `<` as `\u003c`
     value = _result_value(text)
     return (tokens.TOOL_RESPONSE_OPEN + tokens.RESPONSE_KEYWORD + _name(name, name_at, unsafe) + "{output:"
-            + _writer(unsafe).write(value, text_at) + "}" + tokens.TOOL_RESPONSE_CLOSE)
+            + _writer(unsafe).write(value, text_at, depth=1, max_depth=max_depth) + "}" + tokens.TOOL_RESPONSE_CLOSE)
 
 
 def render_thinking(text: str, *, unsafe: str = "error", where: str = "thinking") -> str:
@@ -137,7 +138,7 @@ def _turn(role: str, body: str) -> str:
     return tokens.TURN_OPEN + role + "\n" + body + tokens.TURN_CLOSE
 
 
-def _results_of(messages, start: int, unsafe: str):
+def _results_of(messages, start: int, unsafe: str, max_depth: int):
     """The run of toolResult messages from `start`, rendered, and where the run ends."""
     out = []
     i = start
@@ -147,12 +148,13 @@ def _results_of(messages, start: int, unsafe: str):
         pieces = _content_pieces(m.get("content"), f"{where}.content")
         text = "".join(piece for piece, _ in pieces)
         text_at = pieces[0][1] if len(pieces) == 1 else f"{where}.content"
-        out.append(_result(m.get("toolName", ""), text, unsafe, f"{where}.toolName", text_at))
+        out.append(_result(m.get("toolName", ""), text, unsafe, f"{where}.toolName", text_at, max_depth))
         i += 1
     return "".join(out), i
 
 
-def render_transcript(messages, *, unsafe: str = "error", model: str | None = None) -> str:
+def render_transcript(messages, *, unsafe: str = "error", model: str | None = None,
+                      max_depth: int = DEFAULT_MAX_DEPTH) -> str:
     """`<bos>` then one turn per message (`developer` becomes `system`); an assistant message is a
     `model` turn holding its thinking, its text, its calls, and the results that follow it.
 
@@ -188,14 +190,14 @@ def render_transcript(messages, *, unsafe: str = "error", model: str | None = No
                     text.append((part.get("text", ""), f"{where}.content[{j}].text"))
                 elif kind == "toolCall":
                     calls.append(render_tool_call(part.get("name", ""), part.get("arguments") or {}, unsafe=unsafe,
-                                                  where=f"{where}.content[{j}]"))
-            results, i = _results_of(messages, i + 1, unsafe)
+                                                  where=f"{where}.content[{j}]", max_depth=max_depth))
+            results, i = _results_of(messages, i + 1, unsafe, max_depth)
             thought = guard_run(thinking, unsafe)
             body = ((tokens.THOUGHT_OPEN + thought + tokens.CHANNEL_CLOSE if thought else "") + guard_run(text, unsafe)
                     + "".join(calls) + results)
             out.append(_turn("model", body))
         elif role == "toolResult":  # results with no assistant message before them
-            results, i = _results_of(messages, i, unsafe)
+            results, i = _results_of(messages, i, unsafe, max_depth)
             out.append(_turn("model", results))
         else:
             raise ValueError(f"unknown role {role!r} ({where})")
