@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from .. import tokens
 from ..parser import DEFAULT_MAX_DEPTH
+from .shapes import check_chat, expect
 from .safety import Run, UnsafeContentError, check_name, check_policy, guard, guard_run, strip_controls
 from .values import ValueWriter, check_depth, key_bare, key_bare_if_possible, key_quoted, python_number
 
@@ -42,8 +43,21 @@ def _get(value, key):
     return MISSING
 
 
-def _upper(value) -> str:
-    return "" if value is MISSING else str(value).upper()
+_SCALARS = (str, int, float, type(None))
+
+
+def _upper(value, where) -> str:
+    """Jinja's `upper`: `str(value).upper()`. A type is a string, or a list of them (a union); the
+    template would write str() of anything else, so scalars are kept for exactness and deeper
+    values refused (str() of a deep one would overflow the stack)."""
+    if value is MISSING:
+        return ""
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            expect(item, _SCALARS, (where, i))
+    else:
+        expect(value, _SCALARS + (list, tuple), where)
+    return str(value).upper()
 
 
 _MEDIA = {"image": tokens.IMAGE, "image_url": tokens.IMAGE, "audio": tokens.AUDIO, "input_audio": tokens.AUDIO,
@@ -78,7 +92,9 @@ class _Renderer:
         self.quoted = ValueWriter(number=number, key=key_quoted, sort_keys=True, unsafe=unsafe)
 
     def text(self, value, where: str) -> str:
-        return guard(str(value), where, self.unsafe)
+        """A description, key, role or required name: a string (the template would write str()
+        of anything else), as the policy allows."""
+        return guard(expect(value, (str,), where), where, self.unsafe)
 
     def sorted(self, mapping: dict, where: str):
         """`dictsort`, by the key as written (stripped, under "strip", where two keys that become
@@ -135,7 +151,7 @@ class _Renderer:
             if description:
                 out.append("description:" + _D + description + _D)
                 comma = True
-            kind = _upper(_get(value, "type"))
+            kind = _upper(_get(value, "type"), at + ".type")
             if kind == "STRING":
                 enum = _get(value, "enum")
                 if enum:
@@ -163,12 +179,16 @@ class _Renderer:
                                 out.append(self.parameters(item_value, item_at, depth=depth + 4))
                             out.append("}")
                         elif item_key == "required":
-                            out.append("required:[" + ",".join(_D + self.text(r, item_at) + _D for r in item_value) + "]")
+                            out.append("required:[" + ",".join(_D + self.text(r, (item_at, i)) + _D for i, r in
+                                                               enumerate(expect(item_value, (list, tuple), item_at)))
+                                       + "]")
                         elif item_key == "type":
                             if isinstance(item_value, str):
                                 out.append("type:" + self.quoted.write(item_value.upper(), item_at))
                             else:
-                                out.append("type:" + self.quoted.write([str(v).upper() for v in item_value], item_at,
+                                expect(item_value, (list, tuple), item_at)
+                                out.append("type:" + self.quoted.write([_upper(v, (item_at, i)) for i, v in
+                                                                        enumerate(item_value)], item_at,
                                                                        depth=depth + 3, max_depth=self.schema_depth))
                         else:
                             out.append(self.key(item_key, item_at) + ":" + self.quoted.write(
@@ -192,9 +212,11 @@ class _Renderer:
                 if required:
                     out.append("," if comma else "")
                     comma = True
-                    out.append("required:[" + ",".join(_D + self.text(r, at + ".required") + _D for r in required) + "]")
+                    out.append("required:[" + ",".join(_D + self.text(r, (at + ".required", i)) + _D for i, r in
+                                                       enumerate(expect(required, (list, tuple), at + ".required")))
+                               + "]")
             out.append("," if comma else "")
-            out.append("type:" + _D + self.text(kind, at + ".type") + _D + "}")
+            out.append("type:" + _D + guard(kind, at + ".type", self.unsafe) + _D + "}")
         return "".join(out)
 
     def declaration(self, tool: dict, where: str) -> str:
@@ -209,10 +231,12 @@ class _Renderer:
                 out.append("properties:{" + self.parameters(properties, where + ".parameters.properties") + "},")
             required = _get(params, "required")
             if required:
-                out.append("required:[" + ",".join(_D + self.text(r, where + ".parameters.required") + _D for r in required) + "],")
+                out.append("required:[" + ",".join(_D + self.text(r, f"{where}.parameters.required[{i}]") + _D
+                                                   for i, r in enumerate(required)) + "],")
             kind = _get(params, "type")
             if kind:
-                out.append("type:" + _D + self.text(_upper(kind), where + ".parameters.type") + _D + "}")
+                out.append("type:" + _D + guard(_upper(kind, where + ".parameters.type"), where + ".parameters.type",
+                                                self.unsafe) + _D + "}")
         if "response" in function:
             response = function["response"]
             out.append(",response:{")
@@ -221,7 +245,7 @@ class _Renderer:
                 description = self.text(description, where + ".response.description")
             if description:
                 out.append("description:" + _D + description + _D + ",")
-            if _upper(_get(response, "type")) == "OBJECT":
+            if _upper(_get(response, "type"), where + ".response.type") == "OBJECT":
                 out.append("type:" + _D + "OBJECT" + _D + "}")
         out.append("}")
         return "".join(out).strip()
@@ -286,12 +310,17 @@ def render_chat(messages, tools=None, *, add_generation_prompt: bool = False, en
                 model: str | None = None, max_depth: int = DEFAULT_MAX_DEPTH) -> str:
     """OpenAI-style `messages` (and `tools`) as the official Gemma 4 chat template renders them.
 
-    variant: "e2b" (E2B/E4B) or "31b" (26B/31B). Raises `ValueError` where the template raises
-    (string `arguments`) and for an unknown `variant` or `unsafe`, `UnsafeContentError` (a
-    `ValueError`) for content with control tokens (see `unsafe`), `WrongModelFamilyError` (a
-    `ValueError`) when `model` is given and is not a Gemma 4 id.
+    variant: "e2b" (E2B/E4B) or "31b" (26B/31B). max_depth: the deepest nesting the prompt will be
+    read with (the parser's default). Raises `ValueError` where the template raises (string
+    `arguments`), for an unknown `variant` or `unsafe`, and for a value or schema nesting deeper
+    than `max_depth` once rendered (naming the field); `ShapeError` (a `ValueError` and a
+    `TypeError`) for a message or tool of the wrong shape, naming the field
+    (`messages[0].content[0]`); `UnsafeContentError` (a `ValueError`) for content with control
+    tokens (see `unsafe`); `WrongModelFamilyError` (a `ValueError`) when `model` is given and is
+    not a Gemma 4 id. Nothing else, whatever the input.
     """
     check_policy(unsafe)
+    check_chat(messages, tools)
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
     if model is not None:

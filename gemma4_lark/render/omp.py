@@ -18,6 +18,7 @@ from ..model import ToolCall
 from . import js
 from ..parser import DEFAULT_MAX_DEPTH
 from .safety import check_name, check_policy, guard, guard_run
+from .shapes import check_transcript, expect
 from .values import ValueWriter, check_depth, key_bare_if_possible
 
 def _finite_number(value) -> str:
@@ -49,8 +50,9 @@ def render_tool_call(name: str, arguments: dict, *, unsafe: str = "error", where
     """`<|tool_call>call:NAME{k:v,...}<tool_call|>`, keys in insertion order.
 
     Raises `UnsafeContentError` (a `ValueError`) for content that would forge structure under
-    unsafe="error", `ValueError` for an unknown `unsafe`, `TypeError` when `arguments` is not a
-    dict or holds a value with no text in the value language.
+    unsafe="error", `ValueError` for an unknown `unsafe` and for arguments nesting deeper than
+    `max_depth`, `TypeError` when `arguments` is not a dict or holds a value with no text in the
+    value language.
     """
     if not isinstance(arguments, dict):
         raise TypeError(f"arguments must be a dict, not {type(arguments).__name__} ({where})")
@@ -87,10 +89,12 @@ def render_tool_results(results, *, unsafe: str = "error") -> str:
     shape and its failure must be in its text).
 
     Raises `UnsafeContentError` (a `ValueError`) for content that would forge structure under
-    unsafe="error", `ValueError` for an unknown `unsafe`, `KeyError` for a result without
-    "name" or "text".
+    unsafe="error", `ValueError` for an unknown `unsafe` and for a result nesting deeper than the
+    parser's max_depth, `ShapeError` (a `ValueError`) for a "text" that is not a string,
+    `KeyError` for a result without "name".
     """
-    return "".join(_result(result["name"], result.get("text", ""), unsafe, f"results[{i}].name", f"results[{i}].text")
+    return "".join(_result(result["name"], expect(result.get("text", ""), (str,), f"results[{i}].text"), unsafe,
+                           f"results[{i}].name", f"results[{i}].text")
                    for i, result in enumerate(results))
 
 
@@ -159,11 +163,14 @@ def render_transcript(messages, *, unsafe: str = "error", model: str | None = No
     `model` turn holding its thinking, its text, its calls, and the results that follow it.
 
     Raises `UnsafeContentError` (a `ValueError`) for content that would forge structure under
-    unsafe="error", `ValueError` for an unknown `unsafe` or an unknown role, `TypeError`
-    for a value with no text in the value language, `WrongModelFamilyError` (a `ValueError`) when
-    `model` is given and is not a Gemma 4 id.
+    unsafe="error", `ValueError` for an unknown `unsafe` or an unknown role and for a value nesting
+    deeper than `max_depth` once rendered, `ShapeError` (a `ValueError` and a `TypeError`) for a
+    message of the wrong shape, naming the field (`messages[0].content`), `TypeError` for a value
+    with no text in the value language, `WrongModelFamilyError` (a `ValueError`) when `model` is
+    given and is not a Gemma 4 id.
     """
     check_policy(unsafe)
+    check_transcript(messages)
     if model is not None:
         from ..family import require_gemma4
 
@@ -278,7 +285,8 @@ def _ts_type(schema: dict, indent: str, where: str = "parameters", depth: int = 
         for name, prop in properties.items():
             description = prop.get("description") if isinstance(prop, dict) else None
             if description:
-                lines += [f"{indent}  // {line}" for line in str(description).splitlines()]
+                description = expect(description, (str,), f"{where}.properties.{name}.description")
+                lines += [f"{indent}  // {line}" for line in description.splitlines()]
             key = name if key_bare_if_possible(name) == name and not name[:1].isdigit() else json.dumps(name)
             sub = _ts_type(prop, indent + "  ", f"{where}.properties.{name}", depth + 1)
             lines.append(f"{indent}  {key}{'' if name in required else '?'}: {sub[0]}")
@@ -301,13 +309,14 @@ def render_tool_inventory(tools, *, unsafe: str = "error") -> str:
     lines above `type NAME = (_: PARAMS) => any;`, its `examples` as `// @example` lines.
 
     Raises `UnsafeContentError` (a `ValueError`) for content that would forge structure under
-    unsafe="error", `ValueError` for an unknown `unsafe`.
+    unsafe="error", `ValueError` for an unknown `unsafe` or a schema nesting deeper than 512,
+    `ShapeError` (a `ValueError`) for a description that is not a string.
     """
     check_policy(unsafe)
     lines = ["## functions", "", "namespace functions {", ""]
     for i, tool in enumerate(tools):
         where = f"tools[{i}]"
-        for line in str(tool.get("description") or "").splitlines():
+        for line in (expect(tool.get("description"), (str,), f"{where}.description", optional=True) or "").splitlines():
             lines.append("// " + guard(line, f"{where}.description", unsafe))
         for k, example in enumerate(tool.get("examples") or []):
             text = guard(example if isinstance(example, str) else json.dumps(example), f"{where}.examples[{k}]", unsafe)
