@@ -67,3 +67,54 @@ def test_time_grows_linearly(entry_name, shape):
 def test_the_shape_table_covers_every_kind_of_repetition():
     kinds = {bench.SHAPES[s](SMALL).kind for s in bench.SHAPES}
     assert kinds == {"value", "call", "output", "transcript"} and len(bench.SHAPES) >= 20
+
+
+# --- renderers: time grows linearly with the number of messages, and of calls and their results ---
+def _official_turns(n):
+    return [{"role": "user" if i % 2 == 0 else "assistant", "content": "x"} for i in range(n)]
+
+
+def _official_calls(n):
+    return ([{"role": "user", "content": "q"},
+             {"role": "assistant", "tool_calls": [{"id": f"c{i}", "function": {"name": "f", "arguments": {"i": i}}}
+                                                  for i in range(n)]}]
+            + [{"role": "tool", "tool_call_id": f"c{i}", "content": "r"} for i in range(n)])
+
+
+def _omp_turns(n):
+    return [{"role": "user", "content": "x"} if i % 2 == 0 else
+            {"role": "assistant", "content": [{"type": "text", "text": "y"}]} for i in range(n)]
+
+
+def _omp_calls(n):
+    return ([{"role": "assistant", "content": [{"type": "toolCall", "id": f"c{i}", "name": "f", "arguments": {"i": i}}
+                                               for i in range(n)]}]
+            + [{"role": "toolResult", "toolCallId": f"c{i}", "toolName": "f", "content": [{"type": "text", "text": "r"}]}
+               for i in range(n)])
+
+
+def _render_entries():
+    from gemma4_lark.render import omp
+    from gemma4_lark.render.official import render_chat
+
+    # the smallest size for each: copying the rest of a list for every message costs little per
+    # item, so the quadratic term only shows from some thousands of messages on
+    return {"render_chat turns": (render_chat, _official_turns, 8000),
+            "render_chat calls+results": (render_chat, _official_calls, 500),
+            "omp transcript turns": (omp.render_transcript, _omp_turns, 8000),
+            "omp transcript calls+results": (omp.render_transcript, _omp_calls, 500)}
+
+
+@pytest.mark.parametrize("name", ["render_chat turns", "render_chat calls+results", "omp transcript turns",
+                                  "omp transcript calls+results"])
+def test_render_time_grows_linearly(name):
+    render, shape, size = _render_entries()[name]  # messages, or calls and as many results
+    render(shape(size))
+    largest = 64 * size
+    while True:  # doubled until a run is long enough to time
+        small_time = _cpu_time(render, shape(size))
+        if small_time >= MIN_TIME or size >= largest:
+            break
+        size *= 2
+    ratio = _cpu_time(render, shape(size * GROWTH)) / max(small_time, 1e-4)
+    assert ratio < MAX_RATIO, f"{name}: {GROWTH}x {size} took {ratio:.1f}x the time"

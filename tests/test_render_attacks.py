@@ -312,7 +312,9 @@ def test_a_deep_transcript_reads_and_renders_back_at_any_max_depth():
     text = ("<bos><|turn>model\n<|tool_call>call:f{a:" + "[" * levels + "]" * levels + "}<tool_call|>"
             "<|tool_response>")
     messages = to_openai_messages(g.parse_transcript(text, max_depth=levels + 10))
-    assert render_chat(messages) == text
+    assert render_chat(messages, max_depth=levels + 10) == text
+    with pytest.raises(ValueError, match=r"messages\[0\]\.tool_calls\[0\]\.function\.arguments\.a.* deeper than 512"):
+        render_chat(messages)  # what the parser would not read back at its default is not written
 
 
 @pytest.mark.parametrize("unsafe", ["error", "strip"])

@@ -1,13 +1,15 @@
 """Renderers: Python values and conversations into Gemma 4 text.
 
 `omp` (OMP's dialect) and `official` (the July 2026 chat template), both exact to the byte;
-`values` (the value language); `safety` (the `unsafe` policy); `demote_thinking`.
+`values` (the value language); `safety` (the `unsafe` policy); `shapes` (the message and tool
+shapes they take, `ShapeError`); `demote_thinking`.
 """
 
 from __future__ import annotations
 
 from .. import tokens
 from .safety import UnsafeContentError
+from .shapes import ShapeError
 
 
 def demote_thinking(text: str) -> str:
@@ -34,4 +36,4 @@ def demote_thinking(text: str) -> str:
         i = end + len(tokens.CHANNEL_CLOSE)
 
 
-__all__ = ["UnsafeContentError", "demote_thinking"]
+__all__ = ["ShapeError", "UnsafeContentError", "demote_thinking"]

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from json.decoder import scanstring
+from json.scanner import NUMBER_RE
 
 
 def number(value) -> str:
@@ -51,8 +54,87 @@ def _reject_constant(name: str):
 
 
 def parse_json(text: str):
-    """`JSON.parse(text)`: like json.loads, but NaN, Infinity and -Infinity are not JSON."""
-    return json.loads(text, parse_constant=_reject_constant)
+    """`JSON.parse(text)`: like json.loads, but NaN, Infinity and -Infinity are not JSON, and any
+    depth parses (V8's JSON.parse is iterative). Raises `ValueError` when `text` is not JSON."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:  # json's C decoder recurses per level; the slow path does not
+        return _parse_iteratively(text)
+
+
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_CONSTANTS = {"null": None, "true": True, "false": False}
+
+
+def _parse_iteratively(text: str):
+    """json.loads with an explicit stack of open arrays and objects: the same values and the same
+    errors (json's own string and number scanners), in linear time, at any depth."""
+    ws = _WHITESPACE.match
+    stack: list = []  # [container, key of the member being read (objects)]
+    i = ws(text).end()
+    while True:
+        # a value starts at i
+        char = text[i:i + 1]
+        if char == "{" or char == "[":
+            i = ws(text, i + 1).end()
+            if text.startswith("}" if char == "{" else "]", i):
+                value, i = ({} if char == "{" else []), i + 1
+            else:
+                entry = [{}, None] if char == "{" else [[], None]
+                if char == "{":
+                    entry[1], i = _member_key(text, i)
+                stack.append(entry)
+                continue
+        elif char == '"':
+            value, i = scanstring(text, i + 1)
+        else:
+            number = NUMBER_RE.match(text, i)
+            if number:
+                integer, fraction, exponent = number.groups()
+                value = float(integer + (fraction or "") + (exponent or "")) if fraction or exponent else int(integer)
+                i = number.end()
+            else:
+                word = next((w for w in _CONSTANTS if text.startswith(w, i)), None)
+                if word is None:
+                    for constant in ("NaN", "Infinity", "-Infinity"):
+                        if text.startswith(constant, i):
+                            _reject_constant(constant)
+                    raise json.JSONDecodeError("Expecting value", text, i)
+                value, i = _CONSTANTS[word], i + len(word)
+        # the value is complete: it goes into the container open around it, and closes those that end
+        while True:
+            i = ws(text, i).end()
+            if not stack:
+                if i != len(text):
+                    raise json.JSONDecodeError("Extra data", text, i)
+                return value
+            entry = stack[-1]
+            container = entry[0]
+            is_object = isinstance(container, dict)
+            if is_object:
+                container[entry[1]] = value
+            else:
+                container.append(value)
+            if text.startswith(",", i):
+                i = ws(text, i + 1).end()
+                if is_object:
+                    entry[1], i = _member_key(text, i)
+                break
+            if not text.startswith("}" if is_object else "]", i):
+                raise json.JSONDecodeError("Expecting ',' delimiter", text, i)
+            stack.pop()
+            value, i = container, i + 1
+
+
+def _member_key(text: str, i: int):
+    """A member's key and `:` from i; where its value starts."""
+    if not text.startswith('"', i):
+        raise json.JSONDecodeError("Expecting property name enclosed in double quotes", text, i)
+    key, i = scanstring(text, i + 1)
+    i = _WHITESPACE.match(text, i).end()
+    if not text.startswith(":", i):
+        raise json.JSONDecodeError("Expecting ':' delimiter", text, i)
+    return key, _WHITESPACE.match(text, i + 1).end()
 
 
 def _json_number(value) -> str:

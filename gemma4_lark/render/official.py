@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from .. import tokens
 from ..parser import DEFAULT_MAX_DEPTH
+from .shapes import check_chat, expect
 from .safety import Run, UnsafeContentError, check_name, check_policy, guard, guard_run, strip_controls
-from .values import ValueWriter, key_bare, key_bare_if_possible, key_quoted, python_number
+from .values import ValueWriter, check_depth, key_bare, key_bare_if_possible, key_quoted, python_number
 
 VARIANTS = ("e2b", "31b")
 _D = tokens.STRING_DELIMITER
@@ -42,8 +43,21 @@ def _get(value, key):
     return MISSING
 
 
-def _upper(value) -> str:
-    return "" if value is MISSING else str(value).upper()
+_SCALARS = (str, int, float, type(None))
+
+
+def _upper(value, where) -> str:
+    """Jinja's `upper`: `str(value).upper()`. A type is a string, or a list of them (a union); the
+    template would write str() of anything else, so scalars are kept for exactness and deeper
+    values refused (str() of a deep one would overflow the stack)."""
+    if value is MISSING:
+        return ""
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            expect(item, _SCALARS, (where, i))
+    else:
+        expect(value, _SCALARS + (list, tuple), where)
+    return str(value).upper()
 
 
 _MEDIA = {"image": tokens.IMAGE, "image_url": tokens.IMAGE, "audio": tokens.AUDIO, "input_audio": tokens.AUDIO,
@@ -61,8 +75,12 @@ def _items_sorted(mapping: dict):
 
 
 class _Renderer:
-    def __init__(self, unsafe: str):
+    def __init__(self, unsafe: str, max_depth: int = DEFAULT_MAX_DEPTH):
         self.unsafe = unsafe
+        self.max_depth = max_depth
+        # schemas are walked recursively (a frame per level): never past the default, whatever
+        # a caller's max_depth allows for values
+        self.schema_depth = min(max_depth, DEFAULT_MAX_DEPTH)
         # format_argument(..., escape_keys=False) and (..., escape_keys=True). The template writes
         # keys bare; a key the grammar's KEY terminal does not take (`to:x,memo`) would read back as
         # other members, so unless unsafe="allow" such a key is written as a `<|"|>` string.
@@ -74,7 +92,9 @@ class _Renderer:
         self.quoted = ValueWriter(number=number, key=key_quoted, sort_keys=True, unsafe=unsafe)
 
     def text(self, value, where: str) -> str:
-        return guard(str(value), where, self.unsafe)
+        """A description, key, role or required name: a string (the template would write str()
+        of anything else), as the policy allows."""
+        return guard(expect(value, (str,), where), where, self.unsafe)
 
     def sorted(self, mapping: dict, where: str):
         """`dictsort`, by the key as written (stripped, under "strip", where two keys that become
@@ -108,11 +128,12 @@ class _Renderer:
 
     # --- declarations -------------------------------------------------------------------------
     def parameters(self, properties: dict, where: str, filter_keys: bool = False, depth: int = 2) -> str:
-        # Each level of a schema is two levels of the value (`properties:{name:{`); past the
-        # parser's nesting limit the prompt could not be read back, and Python's stack would
-        # overflow a little further on, so the limit is an error naming the field.
-        if depth > DEFAULT_MAX_DEPTH:
-            raise ValueError(f"{where}: the schema nests deeper than {DEFAULT_MAX_DEPTH} levels once rendered")
+        # `depth`: the objects open around `properties`' members (`declaration:f{parameters:{properties:{`
+        # is 3 less one, as each member opens `name:{`); each level of a schema is two levels of
+        # the value. Past the parser's nesting limit the prompt could not be read back (and
+        # Python's stack would overflow a little further on), so the limit is an error naming
+        # the field.
+        check_depth(depth + 2, where, self.schema_depth, "the schema")
         out = []
         first = True
         for key, value in self.sorted(properties, where):
@@ -130,13 +151,14 @@ class _Renderer:
             if description:
                 out.append("description:" + _D + description + _D)
                 comma = True
-            kind = _upper(_get(value, "type"))
+            kind = _upper(_get(value, "type"), at + ".type")
             if kind == "STRING":
                 enum = _get(value, "enum")
                 if enum:
                     out.append("," if comma else "")
                     comma = True
-                    out.append("enum:" + self.quoted.write(enum, at + ".enum"))
+                    out.append("enum:" + self.quoted.write(enum, at + ".enum", depth=depth + 2,
+                                                                  max_depth=self.schema_depth))
             elif kind == "ARRAY":
                 items = _get(value, "items")
                 if isinstance(items, dict) and items:
@@ -157,14 +179,20 @@ class _Renderer:
                                 out.append(self.parameters(item_value, item_at, depth=depth + 4))
                             out.append("}")
                         elif item_key == "required":
-                            out.append("required:[" + ",".join(_D + self.text(r, item_at) + _D for r in item_value) + "]")
+                            out.append("required:[" + ",".join(_D + self.text(r, (item_at, i)) + _D for i, r in
+                                                               enumerate(expect(item_value, (list, tuple), item_at)))
+                                       + "]")
                         elif item_key == "type":
                             if isinstance(item_value, str):
                                 out.append("type:" + self.quoted.write(item_value.upper(), item_at))
                             else:
-                                out.append("type:" + self.quoted.write([str(v).upper() for v in item_value], item_at))
+                                expect(item_value, (list, tuple), item_at)
+                                out.append("type:" + self.quoted.write([_upper(v, (item_at, i)) for i, v in
+                                                                        enumerate(item_value)], item_at,
+                                                                       depth=depth + 3, max_depth=self.schema_depth))
                         else:
-                            out.append(self.key(item_key, item_at) + ":" + self.quoted.write(item_value, item_at))
+                            out.append(self.key(item_key, item_at) + ":" + self.quoted.write(
+                                item_value, item_at, depth=depth + 3, max_depth=self.schema_depth))
                     out.append("}")
             if _get(value, "nullable"):
                 out.append("," if comma else "")
@@ -184,9 +212,11 @@ class _Renderer:
                 if required:
                     out.append("," if comma else "")
                     comma = True
-                    out.append("required:[" + ",".join(_D + self.text(r, at + ".required") + _D for r in required) + "]")
+                    out.append("required:[" + ",".join(_D + self.text(r, (at + ".required", i)) + _D for i, r in
+                                                       enumerate(expect(required, (list, tuple), at + ".required")))
+                               + "]")
             out.append("," if comma else "")
-            out.append("type:" + _D + self.text(kind, at + ".type") + _D + "}")
+            out.append("type:" + _D + guard(kind, at + ".type", self.unsafe) + _D + "}")
         return "".join(out)
 
     def declaration(self, tool: dict, where: str) -> str:
@@ -201,10 +231,12 @@ class _Renderer:
                 out.append("properties:{" + self.parameters(properties, where + ".parameters.properties") + "},")
             required = _get(params, "required")
             if required:
-                out.append("required:[" + ",".join(_D + self.text(r, where + ".parameters.required") + _D for r in required) + "],")
+                out.append("required:[" + ",".join(_D + self.text(r, f"{where}.parameters.required[{i}]") + _D
+                                                   for i, r in enumerate(required)) + "],")
             kind = _get(params, "type")
             if kind:
-                out.append("type:" + _D + self.text(_upper(kind), where + ".parameters.type") + _D + "}")
+                out.append("type:" + _D + guard(_upper(kind, where + ".parameters.type"), where + ".parameters.type",
+                                                self.unsafe) + _D + "}")
         if "response" in function:
             response = function["response"]
             out.append(",response:{")
@@ -213,7 +245,7 @@ class _Renderer:
                 description = self.text(description, where + ".response.description")
             if description:
                 out.append("description:" + _D + description + _D + ",")
-            if _upper(_get(response, "type")) == "OBJECT":
+            if _upper(_get(response, "type"), where + ".response.type") == "OBJECT":
                 out.append("type:" + _D + "OBJECT" + _D + "}")
         out.append("}")
         return "".join(out).strip()
@@ -224,7 +256,7 @@ class _Renderer:
         arguments = function.get("arguments", MISSING)
         out = [tokens.TOOL_CALL_OPEN + tokens.CALL_KEYWORD + self.name(function["name"], where + ".function.name") + "{"]
         if isinstance(arguments, dict):
-            body = self.bare.write(arguments, where + ".function.arguments")
+            body = self.bare.write(arguments, where + ".function.arguments", max_depth=self.max_depth)
             out.append(body[1:-1])
         elif arguments is not None:
             raise ValueError(
@@ -235,10 +267,10 @@ class _Renderer:
 
     def response(self, name: str, response, where: str) -> str:
         head = tokens.TOOL_RESPONSE_OPEN + tokens.RESPONSE_KEYWORD + self.name(name, where + ".name") + "{"
-        if isinstance(response, dict):
-            body = self.bare.write(response, where + ".content")[1:-1]
+        if isinstance(response, dict):  # its braces are the block's
+            body = self.bare.write(response, where + ".content", max_depth=self.max_depth)[1:-1]
         else:
-            body = "value:" + self.bare.write(response, where + ".content")
+            body = "value:" + self.bare.write(response, where + ".content", depth=1, max_depth=self.max_depth)
         return head + body + "}" + tokens.TOOL_RESPONSE_CLOSE
 
     def content(self, content, role: str, where: str, run: Run) -> bool:
@@ -275,22 +307,27 @@ def strip_thinking(text: str) -> str:
 
 def render_chat(messages, tools=None, *, add_generation_prompt: bool = False, enable_thinking: bool = False,
                 preserve_thinking: bool = False, variant: str = "e2b", unsafe: str = "error",
-                model: str | None = None) -> str:
+                model: str | None = None, max_depth: int = DEFAULT_MAX_DEPTH) -> str:
     """OpenAI-style `messages` (and `tools`) as the official Gemma 4 chat template renders them.
 
-    variant: "e2b" (E2B/E4B) or "31b" (26B/31B). Raises `ValueError` where the template raises
-    (string `arguments`) and for an unknown `variant` or `unsafe`, `UnsafeContentError` (a
-    `ValueError`) for content with control tokens (see `unsafe`), `WrongModelFamilyError` (a
-    `ValueError`) when `model` is given and is not a Gemma 4 id.
+    variant: "e2b" (E2B/E4B) or "31b" (26B/31B). max_depth: the deepest nesting the prompt will be
+    read with (the parser's default). Raises `ValueError` where the template raises (string
+    `arguments`), for an unknown `variant` or `unsafe`, and for a value or schema nesting deeper
+    than `max_depth` once rendered (naming the field); `ShapeError` (a `ValueError` and a
+    `TypeError`) for a message or tool of the wrong shape, naming the field
+    (`messages[0].content[0]`); `UnsafeContentError` (a `ValueError`) for content with control
+    tokens (see `unsafe`); `WrongModelFamilyError` (a `ValueError`) when `model` is given and is
+    not a Gemma 4 id. Nothing else, whatever the input.
     """
     check_policy(unsafe)
+    check_chat(messages, tools)
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
     if model is not None:
         from ..family import require_gemma4
 
         require_gemma4(model)
-    r = _Renderer(unsafe)
+    r = _Renderer(unsafe, max_depth)
     out = Run(unsafe)
     out.structure(tokens.BOS)
     prev_type = None
@@ -322,6 +359,12 @@ def render_chat(messages, tools=None, *, add_generation_prompt: bool = False, en
     for i, message in enumerate(loop):
         if message["role"] == "user":
             last_user = i
+    # the role of the next message that is not a tool result, for every index: the template scans
+    # forward from each message, which is quadratic in a long conversation
+    next_roles = [None] * len(loop)
+    for i in range(len(loop) - 2, -1, -1):
+        follow = loop[i + 1]["role"]
+        next_roles[i] = next_roles[i + 1] if follow == "tool" else follow
 
     for index, message in enumerate(loop):
         if message["role"] == "tool":
@@ -353,15 +396,14 @@ def render_chat(messages, tools=None, *, add_generation_prompt: bool = False, en
                 responded = True
                 prev_type = "tool_response"
         elif tool_calls:
+            # the template takes the name of the last call whose id matches, for every result
+            names = {tc.get("id"): tc["function"]["name"] for tc in tool_calls}
             for k in range(index + 1, len(loop)):
                 follow = loop[k]
                 if follow["role"] != "tool":
                     break
                 follow_at = f"messages[{k + offset}]"
-                name = follow.get("name") or "unknown"
-                for tc in tool_calls:
-                    if tc.get("id") == follow.get("tool_call_id"):
-                        name = tc["function"]["name"]
+                name = names.get(follow.get("tool_call_id"), follow.get("name") or "unknown")
                 body = follow.get("content")
                 if isinstance(body, (list, tuple)):
                     text = "".join(str(part.get("text", "")) for part in body if part.get("type") == "text")
@@ -372,7 +414,7 @@ def render_chat(messages, tools=None, *, add_generation_prompt: bool = False, en
                 responded = True
                 prev_type = "tool_response"
         has_content = r.content(message.get("content"), role, where + ".content", out)
-        next_role = next((m["role"] for m in loop[index + 1:] if m["role"] != "tool"), None)
+        next_role = next_roles[index]
         continues = role == "model" and next_role == "assistant" and (not tool_calls or responded)
         if prev_type == "tool_call" and not responded:
             out.structure(tokens.TOOL_RESPONSE_OPEN)

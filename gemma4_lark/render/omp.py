@@ -18,7 +18,8 @@ from ..model import ToolCall
 from . import js
 from ..parser import DEFAULT_MAX_DEPTH
 from .safety import check_name, check_policy, guard, guard_run
-from .values import ValueWriter, key_bare_if_possible
+from .shapes import check_transcript, expect
+from .values import ValueWriter, check_depth, key_bare_if_possible
 
 def _finite_number(value) -> str:
     """JavaScript's text for a number; NaN and the infinities (which OMP writes as `NaN` and
@@ -44,17 +45,19 @@ def _name(name: str, where: str, unsafe: str) -> str:
     return check_name(name, where, unsafe)
 
 
-def render_tool_call(name: str, arguments: dict, *, unsafe: str = "error", where: str = "call") -> str:
+def render_tool_call(name: str, arguments: dict, *, unsafe: str = "error", where: str = "call",
+                     max_depth: int = DEFAULT_MAX_DEPTH) -> str:
     """`<|tool_call>call:NAME{k:v,...}<tool_call|>`, keys in insertion order.
 
     Raises `UnsafeContentError` (a `ValueError`) for content that would forge structure under
-    unsafe="error", `ValueError` for an unknown `unsafe`, `TypeError` when `arguments` is not a
-    dict or holds a value with no text in the value language.
+    unsafe="error", `ValueError` for an unknown `unsafe` and for arguments nesting deeper than
+    `max_depth`, `TypeError` when `arguments` is not a dict or holds a value with no text in the
+    value language.
     """
     if not isinstance(arguments, dict):
         raise TypeError(f"arguments must be a dict, not {type(arguments).__name__} ({where})")
     return (tokens.TOOL_CALL_OPEN + tokens.CALL_KEYWORD + _name(name, f"{where}.name", unsafe)
-            + _writer(unsafe).write(arguments, f"{where}.arguments") + tokens.TOOL_CALL_CLOSE)
+            + _writer(unsafe).write(arguments, f"{where}.arguments", max_depth=max_depth) + tokens.TOOL_CALL_CLOSE)
 
 
 def render_tool_calls(calls, *, unsafe: str = "error") -> str:
@@ -86,18 +89,20 @@ def render_tool_results(results, *, unsafe: str = "error") -> str:
     shape and its failure must be in its text).
 
     Raises `UnsafeContentError` (a `ValueError`) for content that would forge structure under
-    unsafe="error", `ValueError` for an unknown `unsafe`, `KeyError` for a result without
-    "name" or "text".
+    unsafe="error", `ValueError` for an unknown `unsafe` and for a result nesting deeper than the
+    parser's max_depth, `ShapeError` (a `ValueError`) for a "text" that is not a string,
+    `KeyError` for a result without "name".
     """
-    return "".join(_result(result["name"], result.get("text", ""), unsafe, f"results[{i}].name", f"results[{i}].text")
+    return "".join(_result(result["name"], expect(result.get("text", ""), (str,), f"results[{i}].text"), unsafe,
+                           f"results[{i}].name", f"results[{i}].text")
                    for i, result in enumerate(results))
 
 
-def _result(name: str, text: str, unsafe: str, name_at: str, text_at: str) -> str:
+def _result(name: str, text: str, unsafe: str, name_at: str, text_at: str, max_depth: int = DEFAULT_MAX_DEPTH) -> str:
     # the text is checked as the value it becomes: JSON can spell `<` as `\u003c`
     value = _result_value(text)
     return (tokens.TOOL_RESPONSE_OPEN + tokens.RESPONSE_KEYWORD + _name(name, name_at, unsafe) + "{output:"
-            + _writer(unsafe).write(value, text_at) + "}" + tokens.TOOL_RESPONSE_CLOSE)
+            + _writer(unsafe).write(value, text_at, depth=1, max_depth=max_depth) + "}" + tokens.TOOL_RESPONSE_CLOSE)
 
 
 def render_thinking(text: str, *, unsafe: str = "error", where: str = "thinking") -> str:
@@ -137,7 +142,7 @@ def _turn(role: str, body: str) -> str:
     return tokens.TURN_OPEN + role + "\n" + body + tokens.TURN_CLOSE
 
 
-def _results_of(messages, start: int, unsafe: str):
+def _results_of(messages, start: int, unsafe: str, max_depth: int):
     """The run of toolResult messages from `start`, rendered, and where the run ends."""
     out = []
     i = start
@@ -147,21 +152,25 @@ def _results_of(messages, start: int, unsafe: str):
         pieces = _content_pieces(m.get("content"), f"{where}.content")
         text = "".join(piece for piece, _ in pieces)
         text_at = pieces[0][1] if len(pieces) == 1 else f"{where}.content"
-        out.append(_result(m.get("toolName", ""), text, unsafe, f"{where}.toolName", text_at))
+        out.append(_result(m.get("toolName", ""), text, unsafe, f"{where}.toolName", text_at, max_depth))
         i += 1
     return "".join(out), i
 
 
-def render_transcript(messages, *, unsafe: str = "error", model: str | None = None) -> str:
+def render_transcript(messages, *, unsafe: str = "error", model: str | None = None,
+                      max_depth: int = DEFAULT_MAX_DEPTH) -> str:
     """`<bos>` then one turn per message (`developer` becomes `system`); an assistant message is a
     `model` turn holding its thinking, its text, its calls, and the results that follow it.
 
     Raises `UnsafeContentError` (a `ValueError`) for content that would forge structure under
-    unsafe="error", `ValueError` for an unknown `unsafe` or an unknown role, `TypeError`
-    for a value with no text in the value language, `WrongModelFamilyError` (a `ValueError`) when
-    `model` is given and is not a Gemma 4 id.
+    unsafe="error", `ValueError` for an unknown `unsafe` or an unknown role and for a value nesting
+    deeper than `max_depth` once rendered, `ShapeError` (a `ValueError` and a `TypeError`) for a
+    message of the wrong shape, naming the field (`messages[0].content`), `TypeError` for a value
+    with no text in the value language, `WrongModelFamilyError` (a `ValueError`) when `model` is
+    given and is not a Gemma 4 id.
     """
     check_policy(unsafe)
+    check_transcript(messages)
     if model is not None:
         from ..family import require_gemma4
 
@@ -188,14 +197,14 @@ def render_transcript(messages, *, unsafe: str = "error", model: str | None = No
                     text.append((part.get("text", ""), f"{where}.content[{j}].text"))
                 elif kind == "toolCall":
                     calls.append(render_tool_call(part.get("name", ""), part.get("arguments") or {}, unsafe=unsafe,
-                                                  where=f"{where}.content[{j}]"))
-            results, i = _results_of(messages, i + 1, unsafe)
+                                                  where=f"{where}.content[{j}]", max_depth=max_depth))
+            results, i = _results_of(messages, i + 1, unsafe, max_depth)
             thought = guard_run(thinking, unsafe)
             body = ((tokens.THOUGHT_OPEN + thought + tokens.CHANNEL_CLOSE if thought else "") + guard_run(text, unsafe)
                     + "".join(calls) + results)
             out.append(_turn("model", body))
         elif role == "toolResult":  # results with no assistant message before them
-            results, i = _results_of(messages, i, unsafe)
+            results, i = _results_of(messages, i, unsafe, max_depth)
             out.append(_turn("model", results))
         else:
             raise ValueError(f"unknown role {role!r} ({where})")
@@ -276,7 +285,8 @@ def _ts_type(schema: dict, indent: str, where: str = "parameters", depth: int = 
         for name, prop in properties.items():
             description = prop.get("description") if isinstance(prop, dict) else None
             if description:
-                lines += [f"{indent}  // {line}" for line in str(description).splitlines()]
+                description = expect(description, (str,), f"{where}.properties.{name}.description")
+                lines += [f"{indent}  // {line}" for line in description.splitlines()]
             key = name if key_bare_if_possible(name) == name and not name[:1].isdigit() else json.dumps(name)
             sub = _ts_type(prop, indent + "  ", f"{where}.properties.{name}", depth + 1)
             lines.append(f"{indent}  {key}{'' if name in required else '?'}: {sub[0]}")
@@ -299,13 +309,14 @@ def render_tool_inventory(tools, *, unsafe: str = "error") -> str:
     lines above `type NAME = (_: PARAMS) => any;`, its `examples` as `// @example` lines.
 
     Raises `UnsafeContentError` (a `ValueError`) for content that would forge structure under
-    unsafe="error", `ValueError` for an unknown `unsafe`.
+    unsafe="error", `ValueError` for an unknown `unsafe` or a schema nesting deeper than 512,
+    `ShapeError` (a `ValueError`) for a description that is not a string.
     """
     check_policy(unsafe)
     lines = ["## functions", "", "namespace functions {", ""]
     for i, tool in enumerate(tools):
         where = f"tools[{i}]"
-        for line in str(tool.get("description") or "").splitlines():
+        for line in (expect(tool.get("description"), (str,), f"{where}.description", optional=True) or "").splitlines():
             lines.append("// " + guard(line, f"{where}.description", unsafe))
         for k, example in enumerate(tool.get("examples") or []):
             text = guard(example if isinstance(example, str) else json.dumps(example), f"{where}.examples[{k}]", unsafe)

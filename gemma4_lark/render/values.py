@@ -3,7 +3,8 @@
 One writer, configured per profile: how numbers are written (Python's `str`, or JavaScript's),
 how keys are written (bare when the grammar's KEY terminal accepts them, or always bare, or always
 quoted), whether object keys are sorted, and the safety policy for every string. It keeps an
-explicit stack, so any nesting depth works.
+explicit stack, so any nesting depth works; the renderers ask it to refuse values the parser
+could not read back (`check_depth`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,15 @@ def python_number(value) -> str:
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{value!r} has no text in the value language")
     return str(value)
+
+
+def check_depth(level: int, where, max_depth: int | None, what: str = "the value") -> None:
+    """Refuse to write a `level`-th nested array or object (the outermost braces of a call,
+    result or declaration are level 1) when the parser, at `max_depth`, would refuse to read it:
+    render or refuse, never write what cannot be read back. None: any depth."""
+    if max_depth is not None and level > max_depth:
+        raise ValueError(f"{describe(where)}: {what} nests deeper than {max_depth} levels once rendered,"
+                         f" more than the parser reads (max_depth)")
 
 
 def key_bare_if_possible(key: str) -> str:
@@ -62,12 +72,14 @@ class ValueWriter:
         # passes through, and the text no longer parses as the value it came from.
         return self.string(guard(text, where, self.unsafe))
 
-    def write(self, value, where: str = "value") -> str:
+    def write(self, value, where: str = "value", *, depth: int = 0, max_depth: int | None = None) -> str:
+        """`value`'s text. `depth`: how many arrays and objects the caller has opened around it;
+        with `max_depth`, a value nesting deeper than that in all is a ValueError naming its field."""
         out: list[str] = []
-        stack: list = [(value, where)]
+        stack: list = [(value, where, depth)]
         unsafe = self.unsafe
         while stack:
-            item, path = stack.pop()
+            item, path, depth = stack.pop()
             if path is None:  # literal punctuation
                 out.append(item)
             elif item is None:
@@ -84,6 +96,7 @@ class ValueWriter:
                 except ValueError as error:  # NaN and infinities: a bare word would read back as a string
                     raise UnsafeContentError(repr(item), path, 0, f"{describe(path)}: {error}") from None
             elif isinstance(item, dict):
+                check_depth(depth + 1, path, max_depth)
                 members = []
                 for k, v in item.items():
                     if not isinstance(k, str):
@@ -100,21 +113,22 @@ class ValueWriter:
                             raise UnsafeContentError(k, child, 0, f"{describe(child)}: once stripped of control"
                                                      f" tokens, key {k!r} is another key of the same object")
                         seen.add(key)
-                pending = [("}", None)]
+                pending = [("}", None, 0)]
                 comma, colon = self.item_separator, self.key_separator
                 for i in range(len(members) - 1, -1, -1):
                     key, _, v, child = members[i]
-                    pending.append((v, child))
-                    pending.append((comma * (i > 0) + self.key(key) + colon, None))
-                pending.append(("{", None))
+                    pending.append((v, child, depth + 1))
+                    pending.append((comma * (i > 0) + self.key(key) + colon, None, 0))
+                pending.append(("{", None, 0))
                 stack.extend(pending)
             elif isinstance(item, (list, tuple)):
-                pending = [("]", None)]
+                check_depth(depth + 1, path, max_depth)
+                pending = [("]", None, 0)]
                 for i in range(len(item) - 1, -1, -1):
-                    pending.append((item[i], (path, i)))
+                    pending.append((item[i], (path, i), depth + 1))
                     if i:
-                        pending.append((self.item_separator, None))
-                pending.append(("[", None))
+                        pending.append((self.item_separator, None, 0))
+                pending.append(("[", None, 0))
                 stack.extend(pending)
             else:
                 raise TypeError(f"{type(item).__name__} has no text in the value language ({describe(path)})")
