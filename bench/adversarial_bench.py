@@ -168,7 +168,8 @@ ENTRIES = {
     "stream lenient": _stream(False),
     "reference": _reference,
     "cli validate": _cli("validate"),
-    "cli parse": _cli("parse", "--format", "summary"),
+    "cli parse": _cli("parse", "--format", "summary"),  # keeps what it prints: text, calls, failed blocks
+    "cli events": _cli("parse", "--format", "events"),  # streams: memory stays flat
 }
 
 
