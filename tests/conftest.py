@@ -65,3 +65,19 @@ def same(a, b) -> bool:
         elif x != y or type(x) is not type(y):
             return False
     return True
+
+
+def numbers_by_value(value):
+    """OMP is JavaScript: 1.0 and 1 are the same number. Numbers become floats, everywhere in
+    lists, dicts and tuples, so values compare as OMP's do."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, list):
+        return [numbers_by_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: numbers_by_value(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return tuple(numbers_by_value(v) for v in value)
+    return value

@@ -13,7 +13,7 @@ from gemma4_lark import fuzz
 from gemma4_lark.render.official import render_chat
 
 from stream_helpers import counter_ids
-from test_shared_data import _numbers_by_value
+from conftest import numbers_by_value
 
 openai = pytest.importorskip("openai")
 from openai.lib.streaming.chat import ChatCompletionStreamState  # noqa: E402
@@ -208,9 +208,9 @@ def test_omp_stream_cases_accumulate_to_the_message_and_to_omps_calls(options):
             continue
         strict += 1
         message, _ = accumulate(stream_chunks(case["chunks"], options, **parser_options))
-        got = [(c["function"]["name"], _numbers_by_value(json.loads(c["function"]["arguments"])))
+        got = [(c["function"]["name"], numbers_by_value(json.loads(c["function"]["arguments"])))
                for c in message.get("tool_calls", ())]
-        omp = [(c["name"], _numbers_by_value(c["arguments"])) for c in case["omp"]["calls"]]
+        omp = [(c["name"], numbers_by_value(c["arguments"])) for c in case["omp"]["calls"]]
         assert got == omp, case["id"]
     assert strict > 200
 

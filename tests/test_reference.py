@@ -14,7 +14,7 @@ from gemma4_lark.reference import ReferenceScanner, decode_call
 
 from conftest import load_jsonl, shared_cases
 from stream_helpers import assert_tiles, run
-from test_shared_data import _numbers_by_value
+from conftest import numbers_by_value
 
 
 def test_reference_is_independent_of_the_grammar():
@@ -176,8 +176,8 @@ def test_differences_from_omp_are_the_documented_ones():
     for case in load_jsonl("omp-stream-cases.jsonl"):
         events = run(case["chunks"], ReferenceScanner, parse_thinking=case["parseThinking"])
         ends = [e for e in events if isinstance(e, ToolCallEnd)]
-        ours = [{"name": e.name, "arguments": _numbers_by_value(e.arguments)} for e in ends]
-        theirs = [{"name": c["name"], "arguments": _numbers_by_value(c["arguments"])} for c in case["omp"]["calls"]]
+        ours = [{"name": e.name, "arguments": numbers_by_value(e.arguments)} for e in ends]
+        theirs = [{"name": c["name"], "arguments": numbers_by_value(c["arguments"])} for c in case["omp"]["calls"]]
         text = "".join(e.text for e in events if e.type == "text")
         thinking = collect(events).thinking
         if case["kind"] == "strict":

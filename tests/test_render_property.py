@@ -20,6 +20,7 @@ from gemma4_lark.render import omp
 from gemma4_lark.render.official import render_chat, strip_thinking
 from gemma4_lark.render.safety import UnsafeContentError, strip_controls
 
+from conftest import numbers_by_value
 from test_render_official import OPTIONS
 
 def _refusal(error) -> str:
@@ -345,20 +346,6 @@ def _omp_turns(events):
             if not (e == ("turn", "model") and (i + 1 == len(events) or events[i + 1][0] in ("turn", "result")))]
 
 
-def _numbers_by_value(value):
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return value
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, list):
-        return [_numbers_by_value(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _numbers_by_value(v) for k, v in value.items()}
-    if isinstance(value, tuple):
-        return tuple(_numbers_by_value(v) for v in value)
-    return value
-
-
 @settings(deadline=None)
 @given(omp_conversations(), st.sampled_from(["error", "strip"]))
 def test_omp_transcript_reads_back_or_is_refused(messages, unsafe):
@@ -369,7 +356,7 @@ def test_omp_transcript_reads_back_or_is_refused(messages, unsafe):
         return
     event("rendered")
     read = omp_events(read_omp(text), unsafe, given=False)
-    assert _numbers_by_value(_omp_turns(read)) == _numbers_by_value(_omp_turns(omp_events(messages, unsafe))), text
+    assert numbers_by_value(_omp_turns(read)) == numbers_by_value(_omp_turns(omp_events(messages, unsafe))), text
 
 
 @settings(deadline=None)

@@ -12,7 +12,8 @@ from gemma4_lark.render.omp import render_transcript
 
 from conftest import load_jsonl
 from test_render_official import OPTIONS, _arguments, _name, _text, _tool, conversations
-from test_shared_data import MESSAGES, TOOLS, _numbers_by_value
+from conftest import numbers_by_value
+from test_shared_data import MESSAGES, TOOLS
 
 
 def _object_tools():
@@ -75,8 +76,8 @@ def test_omp_render_read_render(turns):
     rendered = render_transcript(messages, unsafe="allow")
     parsed = g.parse_transcript(rendered)
     # numbers compare as doubles: OMP writes them as JavaScript does (1.0 as 1, 6.6e16 as 66086842409756050)
-    assert [_numbers_by_value(c.arguments) for t in parsed.turns for c in t.parts if isinstance(c, g.ToolCall)] == [
-        _numbers_by_value(a) for _, _, a, _ in turns]
+    assert [numbers_by_value(c.arguments) for t in parsed.turns for c in t.parts if isinstance(c, g.ToolCall)] == [
+        numbers_by_value(a) for _, _, a, _ in turns]
     assert render_transcript(read_omp(rendered), unsafe="allow") == rendered
 
 

@@ -5,18 +5,7 @@ import pytest
 
 import gemma4_lark as g
 
-from conftest import load_jsonl, shared_file
-
-
-def _numbers_by_value(value):
-    """OMP is JavaScript: 1.0 and 1 are the same number. Compare numbers by value."""
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return value
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, list):
-        return [_numbers_by_value(v) for v in value]
-    return {k: _numbers_by_value(v) for k, v in value.items()}
+from conftest import load_jsonl, numbers_by_value, shared_file
 
 
 def _strict_blocks():
@@ -31,7 +20,7 @@ def test_every_strict_omp_block_parses_to_omp_arguments():
     for case_id, block, expected in _strict_blocks():
         call = g.parse_call(block)
         assert call.name == expected["name"], case_id
-        assert _numbers_by_value(call.arguments) == _numbers_by_value(expected["arguments"]), (case_id, block)
+        assert numbers_by_value(call.arguments) == numbers_by_value(expected["arguments"]), (case_id, block)
         checked += 1
     assert checked > 100
 

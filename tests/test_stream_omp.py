@@ -4,7 +4,7 @@ from gemma4_incremental import ToolCallEnd, collect
 
 from conftest import load_jsonl
 from stream_helpers import assert_tiles, merged, run
-from test_shared_data import _numbers_by_value
+from conftest import numbers_by_value
 
 
 def _cases(kind=None):
@@ -18,8 +18,8 @@ def test_strict_cases_match_omp():
         events = run(case["chunks"], parse_thinking=case["parseThinking"])
         text = "".join(e.text for e in events if e.type == "text")
         thinking = collect(events).thinking
-        calls = [{"name": e.name, "arguments": _numbers_by_value(e.arguments)} for e in events if isinstance(e, ToolCallEnd)]
-        expected_calls = [{"name": c["name"], "arguments": _numbers_by_value(c["arguments"])} for c in case["omp"]["calls"]]
+        calls = [{"name": e.name, "arguments": numbers_by_value(e.arguments)} for e in events if isinstance(e, ToolCallEnd)]
+        expected_calls = [{"name": c["name"], "arguments": numbers_by_value(c["arguments"])} for c in case["omp"]["calls"]]
         assert (text, thinking, calls) == (case["omp"]["text"], case["omp"]["thinking"], expected_calls), case["id"]
 
 
