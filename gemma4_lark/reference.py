@@ -819,6 +819,9 @@ class ReferenceScanner:
         if segments[0][2].call is None and block["bare"]:
             events.append(Text(raw, span))
             return
+        if self.strict and len(segments) > 1:  # several calls in one block: not in the grammar
+            events.append(ToolCallError(block["id"], self._index(), raw, "several calls in one block", span))
+            return
         for number, (begin, finish, decoded) in enumerate(segments):
             call_id = block["id"] if number == 0 else self.id_factory()
             where = (span[0] if number == 0 else block["start"] + begin, block["start"] + finish)
@@ -828,7 +831,7 @@ class ReferenceScanner:
                 message = decoded.diagnostics[0].message if decoded.diagnostics else "no call head"
                 events.append(ToolCallError(call_id, index, part, message, where))
                 continue
-            if number == len(segments) - 1 and not closed and (at_end and not block["bare"] or not decoded.complete):
+            if not closed and (at_end and not block["bare"] or not decoded.complete):
                 events.append(ToolCallError(call_id, index, part, "not closed, and possibly cut off", where,
                                             decoded.call.name, decoded.call.arguments, decoded.diagnostics))
                 continue

@@ -455,6 +455,14 @@ class StreamParser:
         segments = decode_calls(raw, max_depth=self.max_depth)
         if bare and segments[0][2].call is None:
             return [Text(raw, (self._block_start, span[1]))]  # the bare guess was prose after all
+        if self.strict:
+            # not closed (a closed block the grammar rejects returned above): one error for the
+            # whole block, never a call per part (several calls in one block are not in the grammar)
+            problem = f"the block is not closed by {tokens.TOOL_CALL_CLOSE}"
+            call = segments[0][2].call if len(segments) == 1 else None
+            return [ToolCallError(self._block_id, index, raw, problem, span, call.name if call else None,
+                                  call.arguments if call else None,
+                                  segments[0][2].diagnostics if len(segments) == 1 else [])]
         out = []
         base = self._block_start
         for number, (begin, finish, decoded) in enumerate(segments):
@@ -462,15 +470,12 @@ class StreamParser:
             part = raw if len(segments) == 1 else raw[begin:finish]
             where = (span[0] if number == 0 else base + begin, base + finish)
             diagnostics = ([syntax] if syntax and number == 0 else []) + decoded.diagnostics
-            last = number == len(segments) - 1
             problem = None
             if decoded.call is None:
                 errors = [d.message for d in decoded.diagnostics if d.severity == "error"]
                 problem = syntax.message if syntax else (errors[0] if errors else f"no `{tokens.CALL_KEYWORD}NAME` head")
-            elif last and not closed:
-                if self.strict:
-                    problem = f"the block is not closed by {tokens.TOOL_CALL_CLOSE}"
-                elif at_end and not bare:
+            elif not closed:  # every call of the block, not only its last: they share its fate
+                if at_end and not bare:
                     problem = (f"the block is not closed by {tokens.TOOL_CALL_CLOSE} when the stream ends: it may"
                                " be cut off")
                 elif not decoded.complete:

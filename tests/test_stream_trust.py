@@ -367,3 +367,47 @@ def test_a_plain_call_is_always_closed_and_nothing_at_the_end_is_a_call_unless_b
     if isinstance(last, ToolCallEnd) and last.span[1] == len(text):
         # a call that reaches the end of the stream was closed, or is a complete bare call
         assert last.raw.endswith("<tool_call|>") or not last.raw.startswith("<|tool_call>"), last
+
+
+# --- every call of a block shares the block's fate (H1) ---------------------------------------------
+CUT_AFTER_TWO = "<|tool_call>call:run{cmd:" + D + "ls" + D + "}call:rm{path:" + D + "/tmp/build"
+
+
+@pytest.mark.parametrize("size", [1, 5, len(CUT_AFTER_TWO)])
+def test_strict_mode_makes_an_unclosed_block_of_several_calls_one_error(size):
+    events = run(split_every(CUT_AFTER_TWO, size), strict=True)
+    assert not [e for e in events if isinstance(e, ToolCallEnd)]
+    errors = [e for e in events if isinstance(e, ToolCallError)]
+    assert len(errors) == 1 and errors[0].raw == CUT_AFTER_TWO
+    assert_tiles(events, CUT_AFTER_TWO)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_no_call_of_a_block_cut_by_the_end_of_the_stream_is_a_success(strict):
+    result = parse_output(CUT_AFTER_TWO, strict=strict)
+    assert result.calls == []
+    assert "".join(e.raw for e in result.errors) == CUT_AFTER_TWO
+
+
+def test_every_call_of_a_block_ended_by_a_stop_marker_follows_the_recovered_policy():
+    complete = "<|tool_call>call:a{x:1}call:b{y:2}<turn|>"
+    assert [(c.name, c.recovered) for c in parse_output(complete).calls] == [("a", True), ("b", True)]
+    result = parse_output(complete, strict=True)
+    assert result.calls == [] and len(result.errors) == 1
+
+
+def test_the_fuzz_property_sees_every_call_of_a_cut_block():
+    from fuzz.corpus import STREAM_DEFAULTS
+    from fuzz.properties import check_stream_nothing_invented
+
+    class FirstCallPassesAsSuccess(StreamParser):
+        """The bug H1 fixed: the first call of a cut block came out as a success."""
+        def flush(self):
+            events = super().flush()
+            return [ToolCallEnd(e.id, e.index, e.name, e.partial, e.raw, e.diagnostics, True, e.span)
+                    if isinstance(e, ToolCallError) and e.index == 0 else e for e in events]
+
+    case = (CUT_AFTER_TWO, [CUT_AFTER_TWO], dict(STREAM_DEFAULTS))
+    check_stream_nothing_invented(case)
+    with pytest.raises(AssertionError, match="cut by the end"):
+        check_stream_nothing_invented(case, FirstCallPassesAsSuccess)
