@@ -120,13 +120,16 @@ def test_a_thought_is_its_deltas():
 
 
 # --- 3. bounds on bare blocks; chunking-invariance with any limit ----------------------------------
-def test_an_oversized_bare_call_is_an_error_not_a_cut_call():
-    text = "call:f{a:" + D + "x" * 5000 + D + "}"
-    events = run(split_every(text, 64), max_block_chars=1000)
-    assert not [e for e in events if isinstance(e, ToolCallEnd)]
-    [error] = [e for e in events if isinstance(e, ToolCallError)]
-    assert "exceeds 1000" in error.error and len(error.raw) == 1000
-    assert_tiles(events, text)
+def test_an_oversized_bare_block_is_prose_and_loses_nothing():
+    # a bare block is a guess; one that outgrows the limit gives all its text back
+    text = "call:f{a:" + D + "x" * 5000 + D + "} and after"
+    for size in (1, 64, len(text)):
+        events = run(split_every(text, size), max_block_chars=1000)
+        assert not [e for e in events if isinstance(e, (ToolCallEnd, ToolCallError))]
+        assert collect(events).text == text
+        assert_tiles(events, text)
+    story = "call:me{ said nobody, once upon a time, in a story"
+    assert parse_output(story, max_block_chars=20).text == story
 
 
 def _text_is_whole(events):
@@ -411,3 +414,36 @@ def test_the_fuzz_property_sees_every_call_of_a_cut_block():
     check_stream_nothing_invented(case)
     with pytest.raises(AssertionError, match="cut by the end"):
         check_stream_nothing_invented(case, FirstCallPassesAsSuccess)
+
+
+# --- a bare block ends where its object closes (M2) -------------------------------------------------
+def test_a_bare_call_ends_at_its_closing_brace_and_the_rest_is_read_again():
+    text = "call:note{text:hi}\n<|channel>thought\nsecret<channel|>Sure! 42"
+    for size in (1, 3, len(text)):
+        events = run(split_every(text, size))
+        out = collect(events)
+        assert [(c.name, c.arguments, c.raw) for c in out.calls] == [("note", {"text": "hi"}, "call:note{text:hi}")]
+        assert out.thinking == ["secret"] and out.text == "\nSure! 42"
+        assert_tiles(events, text)
+    message = parse_output(text).to_openai()
+    assert message["content"] == "\nSure! 42" and message["reasoning_content"] == "secret"
+
+
+def test_braces_inside_strings_do_not_end_a_bare_call_and_bare_calls_may_follow():
+    text = "call:a{x:" + D + "}{" + D + "}call:b{y:{z:1}} done"
+    out = parse_output(text)
+    assert [(c.name, c.arguments) for c in out.calls] == [("a", {"x": "}{"}), ("b", {"y": {"z": 1}})]
+    assert out.text == " done"
+
+
+def test_a_bare_block_opens_only_on_the_grammar_form():
+    long = "call:me(maybe) " + "x" * (4 * 2**20 + 10)
+    out = parse_output(long)
+    assert out.calls == [] and out.errors == [] and out.text == long
+    for text in ["call:todo(todos=[1])", "call:f(a){b:1}"]:
+        out = parse_output(text)
+        assert out.calls == [] and out.errors == [] and out.text == text
+    # inside a real block, the Python-style shell is still recovered
+    [call] = parse_output("<|tool_call>call:todo(todos=[1])<tool_call|>").calls
+    assert (call.name, call.arguments, call.recovered) == ("todo", {"todos": [1]}, True)
+
