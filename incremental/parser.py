@@ -503,7 +503,7 @@ class StreamParser:
                 call = gemma4_lark.parse_call(raw, max_depth=self.max_depth)
             except GemmaSyntaxError as err:
                 message = str(err).split("\n", 1)[0]
-                if self.strict or "nesting deeper" in err.message:
+                if self.strict or err.code == "too-deep":
                     return [ToolCallError(self._block_id, index, raw, message, span)]
                 syntax = Diagnostic("error", "syntax", err.message, err.line, err.column, err.pos)
             else:

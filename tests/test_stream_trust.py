@@ -447,3 +447,24 @@ def test_a_bare_block_opens_only_on_the_grammar_form():
     [call] = parse_output("<|tool_call>call:todo(todos=[1])<tool_call|>").calls
     assert (call.name, call.arguments, call.recovered) == ("todo", {"todos": [1]}, True)
 
+
+
+# --- the stream decides on an error's code, not its wording (L4) ------------------------------------
+def test_too_deep_is_a_code_of_the_syntax_error():
+    deep = "<|tool_call>call:f{a:[[[1]]]}<tool_call|>"
+    with pytest.raises(gemma4_lark.GemmaSyntaxError) as info:
+        gemma4_lark.parse_call(deep, max_depth=2)
+    assert info.value.code == "too-deep"
+    with pytest.raises(gemma4_lark.GemmaSyntaxError) as info:
+        gemma4_lark.parse_call("<|tool_call>call:f{a:1,}<tool_call|>")
+    assert info.value.code == "syntax"
+    assert parse_output(deep, max_depth=2).calls == []
+
+
+def test_the_stream_recovers_a_syntax_error_whatever_its_wording(monkeypatch):
+    def rejects(raw, **options):
+        raise gemma4_lark.GemmaSyntaxError("nesting deeper than anything, in words only", source=raw, pos=0)
+
+    monkeypatch.setattr(gemma4_lark, "parse_call", rejects)
+    [call] = parse_output("<|tool_call>call:f{a:1}<tool_call|>").calls
+    assert call.recovered and call.arguments == {"a": 1}
