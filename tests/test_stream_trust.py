@@ -468,3 +468,20 @@ def test_the_stream_recovers_a_syntax_error_whatever_its_wording(monkeypatch):
     monkeypatch.setattr(gemma4_lark, "parse_call", rejects)
     [call] = parse_output("<|tool_call>call:f{a:1}<tool_call|>").calls
     assert call.recovered and call.arguments == {"a": 1}
+
+
+BARE_SHAPES = {
+    "bare-calls": lambda n: fill("call:a{x:1}", n),                         # each ends at its brace, re-arms
+    "bare-nested-braces": lambda n: "call:a{x:" + fill("{", n // 2) + fill("}", n // 2) + "} tail",
+    "bare-prose-lt": lambda n: "call:a{x:" + fill("a<b ", n),              # `<` that are no markers
+}
+
+
+@pytest.mark.parametrize("shape", sorted(BARE_SHAPES))
+def test_bare_blocks_cost_linear_time(shape):
+    """4x the input must cost well under 16x (quadratic) the time: the guard allows 8x."""
+    small, large = (BARE_SHAPES[shape](n) for n in (25_000, 100_000))
+    for chunks in (lambda t: [t], lambda t: split_every(t, 7)):
+        t_small = _best_time(lambda: run(chunks(small)))
+        t_large = _best_time(lambda: run(chunks(large)))
+        assert t_large < 8 * t_small + 0.05, (shape, t_small, t_large)
