@@ -806,8 +806,13 @@ class ReferenceScanner:
         block = self.block
         before = block["size"]
         block["size"] += len(piece)
-        if block["bare"] and block["size"] > self.max_block_chars:  # a guess that outgrew the limit: prose
-            events.append(Text(block["text"] + piece, (block["start"], start + len(piece))))
+        if block["bare"] and block["size"] > self.max_block_chars:
+            # a guess that outgrew the limit: prose up to the limit, and what follows is read again as text
+            keep = len(piece) - (block["size"] - self.max_block_chars)
+            if block["text"] + piece[:keep]:
+                events.append(Text(block["text"] + piece[:keep], (block["start"], start + keep)))
+            self.buf = piece[keep:] + self.buf
+            self.offset -= len(piece) - keep
             self.block = None
             self.mode = "text"
             return

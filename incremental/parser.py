@@ -113,6 +113,7 @@ class StreamParser:
         self._armed = not strict
         self._bare = False
         self._bare_depth = 0    # braces open in a bare block, outside its strings
+        self._restart = 0       # where scanning resumes after a bare block turned to text
         self._call_count = 0
         # the open call block
         self._block: list[str] = []   # joined pieces, then at most _COMPACT_EVERY small ones
@@ -250,6 +251,9 @@ class StreamParser:
                 j, found, closing = self._scan_bare(data, i, final)
                 if closing:  # the `}` that closes the bare call's object ends its block
                     self._consume(data, i, j, base, events)
+                    if not self._bare:  # it outgrew the limit first: text
+                        i = self._restart - base
+                        continue
                     self._end_block(events, base + j, closed=False)
                     self._armed = True  # a further bare call may follow (bare blocks are never strict)
                     i = j
@@ -269,7 +273,7 @@ class StreamParser:
                 bare = self._bare
                 self._consume(data, i, j, base, events)
                 if bare and not self._bare:  # the bare block outgrew the limit: it was prose
-                    i = j
+                    i = self._restart - base
                     continue
             if found is None:
                 break
@@ -349,7 +353,7 @@ class StreamParser:
             if marker == tokens.STRING_DELIMITER:  # the string's closing delimiter
                 self._state = _CALL
                 self._add_to_block(marker, start, events)
-                return j + len(marker)
+                return j + len(marker) if self._state is _CALL else self._restart - base
             # a real `<|tool_call>` inside a string of a bare block: the bare block was a guess,
             # the opener is not; it ends the guess and opens its own block
             self._end_block(events, start, closed=False)
@@ -358,11 +362,12 @@ class StreamParser:
             if marker == tokens.STRING_DELIMITER:
                 self._state = _BARE_STRING if self._bare else _STRING
                 self._add_to_block(marker, start, events)
-                return j + len(marker)
+                return j + len(marker) if self._state is not _TEXT else self._restart - base
             if marker == tokens.TOOL_CALL_CLOSE:
                 self._add_to_block(marker, start, events)
-                if self._state is _CALL:  # (not when a bare block just turned to text)
-                    self._end_block(events, end, closed=True)
+                if self._state is _TEXT:  # a bare block just turned to text
+                    return self._restart - base
+                self._end_block(events, end, closed=True)
                 return j + len(marker)
             # `<turn|>`, `<eos>`, `<|tool_response>` or a new `<|tool_call>` ends an unclosed block;
             # the marker itself is then read as text would read it.
@@ -415,17 +420,23 @@ class StreamParser:
         if self._oversized:
             return
         block = self._block
-        block.append(piece)
-        self._small += 1
-        if self._block_size > self.max_block_chars and self._bare:
+        if self._bare and self._block_size > self.max_block_chars:
             # a bare block was a guess: one that outgrows the limit is prose, every character of it
-            # (it is all still here: nothing was cut yet)
+            # (all still here: nothing was cut yet). It is text up to the limit, and the scan reads
+            # on from there as text: the same stream offset whatever the chunking.
+            keep = len(piece) - (self._block_size - self.max_block_chars)
+            text = "".join(block) + piece[:keep]
+            if text:
+                events.append(Text(text, (self._block_start, start + keep)))
+            self._restart = start + keep
             self._state = _TEXT
             self._bare = False
-            events.append(Text("".join(block), (self._block_start, start + len(piece))))
             self._block = []
             self._small = 0
-        elif self._block_size > self.max_block_chars:
+            return
+        block.append(piece)
+        self._small += 1
+        if self._block_size > self.max_block_chars:
             self._oversized = True
             self._block = ["".join(block)[: self.max_block_chars]]
             self._small = 0
