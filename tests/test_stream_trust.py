@@ -146,6 +146,7 @@ _soup = st.sampled_from([
 
 @settings(max_examples=300)
 @given(st.lists(_soup, max_size=14), st.integers(1, 300), st.lists(st.integers(0, 200), max_size=8))
+@example(["call:f{", "<|channel>thought\n"], 1, [])  # a bare block turning to text before a thought
 def test_events_do_not_depend_on_chunking_whatever_the_block_limit(pieces, limit, cuts):
     text = "".join(pieces)
     points = sorted({c % (len(text) + 1) for c in cuts})
