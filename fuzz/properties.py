@@ -207,20 +207,53 @@ def check_stream_no_lost_call(case, cls=StreamParser) -> None:
     assert open_id is None, f"block {open_id} started and never finished"
 
 
+def _block_of(events, i):
+    """(first, last): the indexes of the call events of the block that holds the call event
+    events[i], read from the events alone. A block's events are contiguous; a new block starts at a
+    tool_call_start or at a call event whose raw begins with `<|tool_call>`, and a block ends at a
+    raw ending in `<tool_call|>` or at any other event."""
+    opener, closer = tokens.TOOL_CALL_OPEN, tokens.TOOL_CALL_CLOSE
+
+    def call(e):
+        return isinstance(e, (ToolCallEnd, ToolCallError))
+
+    def closed(e):
+        return e.raw.rstrip(" \t\r\n").endswith(closer)
+
+    def opens(e):
+        return e.raw.lstrip(" \t\r\n").startswith(opener)
+
+    first = i
+    while (first > 0 and not opens(events[first]) and call(events[first - 1])
+           and not closed(events[first - 1])):
+        first -= 1
+    last = i
+    while last + 1 < len(events) and not closed(events[last]) and call(events[last + 1]) \
+            and not opens(events[last + 1]):
+        last += 1
+    return first, last
+
+
 def check_stream_nothing_invented(case, cls=StreamParser) -> None:
     """A successful call is a block the stream holds, closed, within the size limit; a call not
-    marked as recovered is what the grammar reads; strict mode never recovers."""
+    marked as recovered is what the grammar reads; strict mode never recovers. A call of a block
+    opened by `<|tool_call>` and cut off by the end of the stream is never a success, whichever call
+    of the block it is."""
     text, chunks, options = case
     events = run_stream(chunks, options, cls)
-    for event in events:
+    for i, event in enumerate(events):
         if not isinstance(event, ToolCallEnd):
             continue
         start, end = event.span
         assert text[end - len(event.raw):end] == event.raw, f"raw {event.raw!r} is not the stream's text before {end}"
         assert len(event.raw) <= options["max_block_chars"], (
             f"a successful call of {len(event.raw)} chars exceeds max_block_chars={options['max_block_chars']}")
-        if end == len(text) and not event.raw.rstrip(" \t\r\n").endswith(tokens.TOOL_CALL_CLOSE):
-            raise AssertionError(f"a block cut by the end of the stream is a successful call: {event.raw!r}")
+        first, last = _block_of(events, i)
+        block_end = events[last].span[1]
+        opened = events[first].raw.lstrip(" \t\r\n").startswith(tokens.TOOL_CALL_OPEN)
+        if (opened and block_end == len(text)
+                and not events[last].raw.rstrip(" \t\r\n").endswith(tokens.TOOL_CALL_CLOSE)):
+            raise AssertionError(f"a block cut by the end of the stream gives a successful call: {event.raw!r}")
         if options["strict"]:
             assert not event.recovered, f"strict mode recovered {event.raw!r}"
         if not event.recovered:

@@ -36,15 +36,18 @@ class GemmaSyntaxError(ValueError):
     Attributes: `line` and `column` (1-based), `pos` (0-based character offset), `expected`
     (readable names of what the grammar would have accepted), `text` (the offending text),
     `message` (one line), `source_line` (the line of input the error is on; a line longer than
-    `SHOWN_LINE_CHARS` is cut to that many characters around the error, each cut marked `…`).
+    `SHOWN_LINE_CHARS` is cut to that many characters around the error, each cut marked `…`),
+    `code` (what kind of error, for code to decide on: "too-deep" when nesting exceeds `max_depth`,
+    else "syntax").
 
     `lines`, when given, is a `LineIndex` of `source`: whoever reports many errors in one text
     passes one, so no error counts lines from the start of the text again.
     """
 
     def __init__(self, message: str, *, source: str, pos: int, expected=(), text: str = "",
-                 lines: LineIndex | None = None):
+                 lines: LineIndex | None = None, code: str = "syntax"):
         self.message = message
+        self.code = code
         self.pos = pos
         self.line, self.column = (lines or LineIndex(source)).line_and_column(pos)
         self.expected: list[str] = list(expected)

@@ -58,7 +58,7 @@ def parse_from(text: str, pos: int, start: str, *, max_depth: int = DEFAULT_MAX_
     except DepthExceeded as exc:
         raise GemmaSyntaxError(
             f"nesting deeper than {exc.max_depth} levels", source=text, pos=exc.pos,
-            text=text[exc.pos], lines=lines,
+            text=text[exc.pos], lines=lines, code="too-deep",
         ) from None
     except NumberOutOfRange as exc:
         raise GemmaSyntaxError(f"number out of range: `{exc.text}` is beyond a double",

@@ -690,6 +690,24 @@ class ReferenceScanner:
                 if at >= 0 and (best is None or at < best[0] or at == best[0] and len(marker) > len(best[1])):
                     best = (at, marker)
             hold = None if final else self._partial(markers, best)
+            if self.mode == "call" and self.block["bare"] and not self.block["in_string"]:
+                # a bare block ends at the `}` that closes its object
+                limit = min(len(self.buf), best[0] if best else len(self.buf), len(self.buf) if hold is None else hold)
+                depth = self.block["depth"]
+                for at in range(limit):
+                    ch = self.buf[at]
+                    depth += (ch == "{") - (ch == "}")
+                    if ch == "}" and depth <= 0:
+                        self._emit(events, self._take(at + 1))
+                        if self.block is not None:
+                            self._close_block(events, self.offset, closed=False)
+                            self.armed = True
+                        break
+                else:
+                    self.block["depth"] = depth
+                    depth = None
+                if depth is not None:
+                    continue
             if hold is not None and (best is None or hold <= best[0]):
                 self._emit(events, self._take(hold))
                 break
@@ -697,12 +715,15 @@ class ReferenceScanner:
                 self._emit(events, self._take(len(self.buf)))
                 break
             at, marker = best
+            was_block = self.block is not None
             self._emit(events, self._take(at))
+            if was_block and self.block is None:  # a bare block outgrew the limit: text, read on as text
+                continue
             self._marker(events, marker)
         return events
 
     def _bare_head(self, rest: str, final: bool) -> str:
-        """"open" when `rest` starts with `call:NAME{` (or `(`) within the head limit, "wait" when
+        """"open" when `rest` starts with `call:NAME{` within the head limit, "wait" when
         more input could still make it so, "no" otherwise."""
         keyword = tokens.CALL_KEYWORD
         if not rest.startswith(keyword):
@@ -711,7 +732,7 @@ class ReferenceScanner:
         for at, ch in enumerate(window):
             if at >= len(keyword) and ch in "{(<":
                 name = window[len(keyword):at].strip(_WS)
-                return "open" if ch != "<" and _is_name(name) else "no"
+                return "open" if ch == "{" and _is_name(name) else "no"
         return "wait" if not final and len(window) == len(rest) < self._HEAD_LIMIT else "no"
 
     def _partial(self, markers, best):
@@ -747,7 +768,8 @@ class ReferenceScanner:
                 self._grow(events, self._take(len(marker)), start)
             elif marker == tokens.TOOL_CALL_CLOSE:
                 self._grow(events, self._take(len(marker)), start)
-                self._close_block(events, self.offset, closed=True)
+                if self.block is not None:
+                    self._close_block(events, self.offset, closed=True)
             else:  # ends an unclosed block; read again in text (an opener, too, inside a bare block's string)
                 self._close_block(events, start, closed=False)
             return
@@ -778,12 +800,22 @@ class ReferenceScanner:
         self.mode = "call"
         self.armed = False
         self.block = {"text": opener, "start": self.offset - len(opener), "id": self.id_factory(), "size": len(opener),
-                      "in_string": False, "head": opener, "head_end": None, "head_done": bare, "bare": bare}
+                      "in_string": False, "depth": 0, "head": opener, "head_end": None, "head_done": bare, "bare": bare}
 
     def _grow(self, events, piece: str, start: int) -> None:
         block = self.block
         before = block["size"]
         block["size"] += len(piece)
+        if block["bare"] and block["size"] > self.max_block_chars:
+            # a guess that outgrew the limit: prose up to the limit, and what follows is read again as text
+            keep = len(piece) - (block["size"] - self.max_block_chars)
+            if block["text"] + piece[:keep]:
+                events.append(Text(block["text"] + piece[:keep], (block["start"], start + keep)))
+            self.buf = piece[keep:] + self.buf
+            self.offset -= len(piece) - keep
+            self.block = None
+            self.mode = "text"
+            return
         if before <= self.max_block_chars:
             block["text"] = (block["text"] + piece)[: self.max_block_chars + 1]
         if block["head_done"]:
@@ -819,6 +851,9 @@ class ReferenceScanner:
         if segments[0][2].call is None and block["bare"]:
             events.append(Text(raw, span))
             return
+        if self.strict and len(segments) > 1:  # several calls in one block: not in the grammar
+            events.append(ToolCallError(block["id"], self._index(), raw, "several calls in one block", span))
+            return
         for number, (begin, finish, decoded) in enumerate(segments):
             call_id = block["id"] if number == 0 else self.id_factory()
             where = (span[0] if number == 0 else block["start"] + begin, block["start"] + finish)
@@ -828,7 +863,7 @@ class ReferenceScanner:
                 message = decoded.diagnostics[0].message if decoded.diagnostics else "no call head"
                 events.append(ToolCallError(call_id, index, part, message, where))
                 continue
-            if number == len(segments) - 1 and not closed and (at_end and not block["bare"] or not decoded.complete):
+            if not closed and (at_end and not block["bare"] or not decoded.complete):
                 events.append(ToolCallError(call_id, index, part, "not closed, and possibly cut off", where,
                                             decoded.call.name, decoded.call.arguments, decoded.diagnostics))
                 continue

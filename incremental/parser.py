@@ -47,8 +47,12 @@ _MAX_HEAD = 256
 # After this many small pieces, the open block's pieces are joined into one: amortized linear, and
 # the piece list stays short whatever the chunking.
 _COMPACT_EVERY = 256
-# What ends the head of a bare call: its arguments' opener, or a `<` (no name holds one).
+# What ends the head of a bare call: its arguments' `{` (the grammar's form, the only one that opens
+# a bare block: `call:x(` is too common in prose), or a `(` or `<` (no name holds one).
 _BARE_HEAD_END = re.compile(r"[{(<]")
+# In a bare block outside strings: the braces that end it (at the `}` matching its first `{`), and
+# the `<` that may start a marker.
+_BARE_SCAN = re.compile(r"[{}<]")
 
 
 def default_id_factory() -> str:
@@ -108,6 +112,8 @@ class StreamParser:
         # skip special tokens strip the opener). Anywhere else `call:` is prose.
         self._armed = not strict
         self._bare = False
+        self._bare_depth = 0    # braces open in a bare block, outside its strings
+        self._restart = 0       # where scanning resumes after a bare block turned to text
         self._call_count = 0
         # the open call block
         self._block: list[str] = []   # joined pieces, then at most _COMPACT_EVERY small ones
@@ -161,7 +167,8 @@ class StreamParser:
             raise RuntimeError("feed() after flush(): the stream is over")
         # Fast path, most chunks of most streams: nothing held back and no `<` in sight, so the
         # chunk is text, thought or block content as a whole.
-        if not self._pending and not self._start_events and "<" not in chunk and not self._armed:
+        # (A bare block counts its braces: the scan does that.)
+        if not self._pending and not self._start_events and "<" not in chunk and not self._armed and not self._bare:
             # (what _consume does, inlined: this runs for nearly every chunk, and the call
             # measured about a quarter of the path's instructions)
             if not chunk:
@@ -240,18 +247,34 @@ class StreamParser:
                     continue
                 self._armed = False
             by_second, prefixes, longest = self._scan_table[self._state]
-            j = find("<", i)
-            found = None
-            while j != -1:
-                if j == last or data[j + 1] in by_second:
-                    found = self._match(data, j, by_second, prefixes, longest, final)
-                    if found is not None:
-                        break
-                j = find("<", j + 1)
-            if j == -1:
-                j = n
+            if self._bare and self._state is _CALL:
+                j, found, closing = self._scan_bare(data, i, final)
+                if closing:  # the `}` that closes the bare call's object ends its block
+                    self._consume(data, i, j, base, events)
+                    if not self._bare:  # it outgrew the limit first: text
+                        i = self._restart - base
+                        continue
+                    self._end_block(events, base + j, closed=False)
+                    self._armed = True  # a further bare call may follow (bare blocks are never strict)
+                    i = j
+                    continue
+            else:
+                j = find("<", i)
+                found = None
+                while j != -1:
+                    if j == last or data[j + 1] in by_second:
+                        found = self._match(data, j, by_second, prefixes, longest, final)
+                        if found is not None:
+                            break
+                    j = find("<", j + 1)
+                if j == -1:
+                    j = n
             if i < j:
+                bare = self._bare
                 self._consume(data, i, j, base, events)
+                if bare and not self._bare:  # the bare block outgrew the limit: it was prose
+                    i = self._restart - base
+                    continue
             if found is None:
                 break
             if found == "hold":
@@ -262,9 +285,40 @@ class StreamParser:
         self._pending = ""
         self._pos = base + n
 
+    def _scan_bare(self, data: str, i: int, final: bool):
+        """In a bare block outside strings, from data[i]: (j, marker or "hold" or None, closing).
+        `closing`: data[j - 1] is the `}` that closes the block's object; else j is where the
+        marker is (or len(data)). Counts the braces before j (each character read once)."""
+        by_second, prefixes, longest = self._scan_table[_CALL]
+        n = len(data)
+        search = _BARE_SCAN.search
+        depth = self._bare_depth
+        pos = i
+        while True:
+            found = search(data, pos)
+            if found is None:
+                self._bare_depth = depth
+                return n, None, False
+            k = found.start()
+            char = data[k]
+            if char == "<":
+                if k == n - 1 or data[k + 1] in by_second:
+                    marker = self._match(data, k, by_second, prefixes, longest, final)
+                    if marker is not None:
+                        self._bare_depth = depth
+                        return k, marker, False
+            elif char == "{":
+                depth += 1
+            else:
+                depth -= 1
+                if depth <= 0:
+                    self._bare_depth = 0
+                    return k + 1, None, True
+            pos = k + 1
+
     @staticmethod
     def _bare_head(data: str, k: int, final: bool):
-        """At data[k], where a bare call may start: "open" when `call:NAME{` (or `(`) is there,
+        """At data[k], where a bare call may start: "open" when `call:NAME{` is there,
         "hold" when more input is needed to tell, None when it is not a call. The decision reads at
         most _MAX_HEAD characters, the same whatever the chunking."""
         keyword = tokens.CALL_KEYWORD
@@ -275,7 +329,7 @@ class StreamParser:
         found = _BARE_HEAD_END.search(data, k + len(keyword), limit)
         if found is None:
             return "hold" if not final and limit == n and n - k < _MAX_HEAD else None
-        if found.group() == "<":
+        if found.group() != "{":
             return None
         name = data[k + len(keyword):found.start()].strip(" \t\r\n")
         return "open" if terminal_pattern("NAME").fullmatch(name) else None
@@ -299,7 +353,7 @@ class StreamParser:
             if marker == tokens.STRING_DELIMITER:  # the string's closing delimiter
                 self._state = _CALL
                 self._add_to_block(marker, start, events)
-                return j + len(marker)
+                return j + len(marker) if self._state is _CALL else self._restart - base
             # a real `<|tool_call>` inside a string of a bare block: the bare block was a guess,
             # the opener is not; it ends the guess and opens its own block
             self._end_block(events, start, closed=False)
@@ -308,9 +362,11 @@ class StreamParser:
             if marker == tokens.STRING_DELIMITER:
                 self._state = _BARE_STRING if self._bare else _STRING
                 self._add_to_block(marker, start, events)
-                return j + len(marker)
+                return j + len(marker) if self._state is not _TEXT else self._restart - base
             if marker == tokens.TOOL_CALL_CLOSE:
                 self._add_to_block(marker, start, events)
+                if self._state is _TEXT:  # a bare block just turned to text
+                    return self._restart - base
                 self._end_block(events, end, closed=True)
                 return j + len(marker)
             # `<turn|>`, `<eos>`, `<|tool_response>` or a new `<|tool_call>` ends an unclosed block;
@@ -347,6 +403,7 @@ class StreamParser:
         self._state = _CALL
         self._armed = False
         self._bare = bare
+        self._bare_depth = 0
         self._block = [opener] if opener else []
         self._small = len(self._block)
         self._block_start = start
@@ -363,6 +420,20 @@ class StreamParser:
         if self._oversized:
             return
         block = self._block
+        if self._bare and self._block_size > self.max_block_chars:
+            # a bare block was a guess: one that outgrows the limit is prose, every character of it
+            # (all still here: nothing was cut yet). It is text up to the limit, and the scan reads
+            # on from there as text: the same stream offset whatever the chunking.
+            keep = len(piece) - (self._block_size - self.max_block_chars)
+            text = "".join(block) + piece[:keep]
+            if text:
+                events.append(Text(text, (self._block_start, start + keep)))
+            self._restart = start + keep
+            self._state = _TEXT
+            self._bare = False
+            self._block = []
+            self._small = 0
+            return
         block.append(piece)
         self._small += 1
         if self._block_size > self.max_block_chars:
@@ -443,7 +514,7 @@ class StreamParser:
                 call = gemma4_lark.parse_call(raw, max_depth=self.max_depth)
             except GemmaSyntaxError as err:
                 message = str(err).split("\n", 1)[0]
-                if self.strict or "nesting deeper" in err.message:
+                if self.strict or err.code == "too-deep":
                     return [ToolCallError(self._block_id, index, raw, message, span)]
                 syntax = Diagnostic("error", "syntax", err.message, err.line, err.column, err.pos)
             else:
@@ -455,6 +526,14 @@ class StreamParser:
         segments = decode_calls(raw, max_depth=self.max_depth)
         if bare and segments[0][2].call is None:
             return [Text(raw, (self._block_start, span[1]))]  # the bare guess was prose after all
+        if self.strict:
+            # not closed (a closed block the grammar rejects returned above): one error for the
+            # whole block, never a call per part (several calls in one block are not in the grammar)
+            problem = f"the block is not closed by {tokens.TOOL_CALL_CLOSE}"
+            call = segments[0][2].call if len(segments) == 1 else None
+            return [ToolCallError(self._block_id, index, raw, problem, span, call.name if call else None,
+                                  call.arguments if call else None,
+                                  segments[0][2].diagnostics if len(segments) == 1 else [])]
         out = []
         base = self._block_start
         for number, (begin, finish, decoded) in enumerate(segments):
@@ -462,15 +541,12 @@ class StreamParser:
             part = raw if len(segments) == 1 else raw[begin:finish]
             where = (span[0] if number == 0 else base + begin, base + finish)
             diagnostics = ([syntax] if syntax and number == 0 else []) + decoded.diagnostics
-            last = number == len(segments) - 1
             problem = None
             if decoded.call is None:
                 errors = [d.message for d in decoded.diagnostics if d.severity == "error"]
                 problem = syntax.message if syntax else (errors[0] if errors else f"no `{tokens.CALL_KEYWORD}NAME` head")
-            elif last and not closed:
-                if self.strict:
-                    problem = f"the block is not closed by {tokens.TOOL_CALL_CLOSE}"
-                elif at_end and not bare:
+            elif not closed:  # every call of the block, not only its last: they share its fate
+                if at_end and not bare:
                     problem = (f"the block is not closed by {tokens.TOOL_CALL_CLOSE} when the stream ends: it may"
                                " be cut off")
                 elif not decoded.complete:

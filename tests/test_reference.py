@@ -116,6 +116,8 @@ NOT_REPRODUCED = {
     "litert-trailing-duplicate-parameter-in-string": "the stray `,Description:` stays inside the string",
     "ollama-17626-orphan-thought-label-after-budget": "<|channel> without `thought` is text",
     "vllm-colon-prefixed-call": "a block unclosed at the end of the stream is an error (it may be cut off)",
+    "omlx-1846-paren-kwargs-call": "a bare block opens only on `call:NAME{`; inside <|tool_call> it is recovered",
+    "omlx-paren-single-quoted-live": "a bare block opens only on `call:NAME{`; inside <|tool_call> it is recovered",
 }
 
 

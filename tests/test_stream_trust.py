@@ -120,13 +120,16 @@ def test_a_thought_is_its_deltas():
 
 
 # --- 3. bounds on bare blocks; chunking-invariance with any limit ----------------------------------
-def test_an_oversized_bare_call_is_an_error_not_a_cut_call():
-    text = "call:f{a:" + D + "x" * 5000 + D + "}"
-    events = run(split_every(text, 64), max_block_chars=1000)
-    assert not [e for e in events if isinstance(e, ToolCallEnd)]
-    [error] = [e for e in events if isinstance(e, ToolCallError)]
-    assert "exceeds 1000" in error.error and len(error.raw) == 1000
-    assert_tiles(events, text)
+def test_an_oversized_bare_block_is_prose_and_loses_nothing():
+    # a bare block is a guess; one that outgrows the limit gives all its text back
+    text = "call:f{a:" + D + "x" * 5000 + D + "} and after"
+    for size in (1, 64, len(text)):
+        events = run(split_every(text, size), max_block_chars=1000)
+        assert not [e for e in events if isinstance(e, (ToolCallEnd, ToolCallError))]
+        assert collect(events).text == text
+        assert_tiles(events, text)
+    story = "call:me{ said nobody, once upon a time, in a story"
+    assert parse_output(story, max_block_chars=20).text == story
 
 
 def _text_is_whole(events):
@@ -143,6 +146,7 @@ _soup = st.sampled_from([
 
 @settings(max_examples=300)
 @given(st.lists(_soup, max_size=14), st.integers(1, 300), st.lists(st.integers(0, 200), max_size=8))
+@example(["call:f{", "<|channel>thought\n"], 1, [])  # a bare block turning to text before a thought
 def test_events_do_not_depend_on_chunking_whatever_the_block_limit(pieces, limit, cuts):
     text = "".join(pieces)
     points = sorted({c % (len(text) + 1) for c in cuts})
@@ -367,3 +371,118 @@ def test_a_plain_call_is_always_closed_and_nothing_at_the_end_is_a_call_unless_b
     if isinstance(last, ToolCallEnd) and last.span[1] == len(text):
         # a call that reaches the end of the stream was closed, or is a complete bare call
         assert last.raw.endswith("<tool_call|>") or not last.raw.startswith("<|tool_call>"), last
+
+
+# --- every call of a block shares the block's fate (H1) ---------------------------------------------
+CUT_AFTER_TWO = "<|tool_call>call:run{cmd:" + D + "ls" + D + "}call:rm{path:" + D + "/tmp/build"
+
+
+@pytest.mark.parametrize("size", [1, 5, len(CUT_AFTER_TWO)])
+def test_strict_mode_makes_an_unclosed_block_of_several_calls_one_error(size):
+    events = run(split_every(CUT_AFTER_TWO, size), strict=True)
+    assert not [e for e in events if isinstance(e, ToolCallEnd)]
+    errors = [e for e in events if isinstance(e, ToolCallError)]
+    assert len(errors) == 1 and errors[0].raw == CUT_AFTER_TWO
+    assert_tiles(events, CUT_AFTER_TWO)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_no_call_of_a_block_cut_by_the_end_of_the_stream_is_a_success(strict):
+    result = parse_output(CUT_AFTER_TWO, strict=strict)
+    assert result.calls == []
+    assert "".join(e.raw for e in result.errors) == CUT_AFTER_TWO
+
+
+def test_every_call_of_a_block_ended_by_a_stop_marker_follows_the_recovered_policy():
+    complete = "<|tool_call>call:a{x:1}call:b{y:2}<turn|>"
+    assert [(c.name, c.recovered) for c in parse_output(complete).calls] == [("a", True), ("b", True)]
+    result = parse_output(complete, strict=True)
+    assert result.calls == [] and len(result.errors) == 1
+
+
+def test_the_fuzz_property_sees_every_call_of_a_cut_block():
+    from fuzz.corpus import STREAM_DEFAULTS
+    from fuzz.properties import check_stream_nothing_invented
+
+    class FirstCallPassesAsSuccess(StreamParser):
+        """The bug H1 fixed: the first call of a cut block came out as a success."""
+        def flush(self):
+            events = super().flush()
+            return [ToolCallEnd(e.id, e.index, e.name, e.partial, e.raw, e.diagnostics, True, e.span)
+                    if isinstance(e, ToolCallError) and e.index == 0 else e for e in events]
+
+    case = (CUT_AFTER_TWO, [CUT_AFTER_TWO], dict(STREAM_DEFAULTS))
+    check_stream_nothing_invented(case)
+    with pytest.raises(AssertionError, match="cut by the end"):
+        check_stream_nothing_invented(case, FirstCallPassesAsSuccess)
+
+
+# --- a bare block ends where its object closes (M2) -------------------------------------------------
+def test_a_bare_call_ends_at_its_closing_brace_and_the_rest_is_read_again():
+    text = "call:note{text:hi}\n<|channel>thought\nsecret<channel|>Sure! 42"
+    for size in (1, 3, len(text)):
+        events = run(split_every(text, size))
+        out = collect(events)
+        assert [(c.name, c.arguments, c.raw) for c in out.calls] == [("note", {"text": "hi"}, "call:note{text:hi}")]
+        assert out.thinking == ["secret"] and out.text == "\nSure! 42"
+        assert_tiles(events, text)
+    message = parse_output(text).to_openai()
+    assert message["content"] == "\nSure! 42" and message["reasoning_content"] == "secret"
+
+
+def test_braces_inside_strings_do_not_end_a_bare_call_and_bare_calls_may_follow():
+    text = "call:a{x:" + D + "}{" + D + "}call:b{y:{z:1}} done"
+    out = parse_output(text)
+    assert [(c.name, c.arguments) for c in out.calls] == [("a", {"x": "}{"}), ("b", {"y": {"z": 1}})]
+    assert out.text == " done"
+
+
+def test_a_bare_block_opens_only_on_the_grammar_form():
+    long = "call:me(maybe) " + "x" * (4 * 2**20 + 10)
+    out = parse_output(long)
+    assert out.calls == [] and out.errors == [] and out.text == long
+    for text in ["call:todo(todos=[1])", "call:f(a){b:1}"]:
+        out = parse_output(text)
+        assert out.calls == [] and out.errors == [] and out.text == text
+    # inside a real block, the Python-style shell is still recovered
+    [call] = parse_output("<|tool_call>call:todo(todos=[1])<tool_call|>").calls
+    assert (call.name, call.arguments, call.recovered) == ("todo", {"todos": [1]}, True)
+
+
+
+# --- the stream decides on an error's code, not its wording (L4) ------------------------------------
+def test_too_deep_is_a_code_of_the_syntax_error():
+    deep = "<|tool_call>call:f{a:[[[1]]]}<tool_call|>"
+    with pytest.raises(gemma4_lark.GemmaSyntaxError) as info:
+        gemma4_lark.parse_call(deep, max_depth=2)
+    assert info.value.code == "too-deep"
+    with pytest.raises(gemma4_lark.GemmaSyntaxError) as info:
+        gemma4_lark.parse_call("<|tool_call>call:f{a:1,}<tool_call|>")
+    assert info.value.code == "syntax"
+    assert parse_output(deep, max_depth=2).calls == []
+
+
+def test_the_stream_recovers_a_syntax_error_whatever_its_wording(monkeypatch):
+    def rejects(raw, **options):
+        raise gemma4_lark.GemmaSyntaxError("nesting deeper than anything, in words only", source=raw, pos=0)
+
+    monkeypatch.setattr(gemma4_lark, "parse_call", rejects)
+    [call] = parse_output("<|tool_call>call:f{a:1}<tool_call|>").calls
+    assert call.recovered and call.arguments == {"a": 1}
+
+
+BARE_SHAPES = {
+    "bare-calls": lambda n: fill("call:a{x:1}", n),                         # each ends at its brace, re-arms
+    "bare-nested-braces": lambda n: "call:a{x:" + fill("{", n // 2) + fill("}", n // 2) + "} tail",
+    "bare-prose-lt": lambda n: "call:a{x:" + fill("a<b ", n),              # `<` that are no markers
+}
+
+
+@pytest.mark.parametrize("shape", sorted(BARE_SHAPES))
+def test_bare_blocks_cost_linear_time(shape):
+    """4x the input must cost well under 16x (quadratic) the time: the guard allows 8x."""
+    small, large = (BARE_SHAPES[shape](n) for n in (25_000, 100_000))
+    for chunks in (lambda t: [t], lambda t: split_every(t, 7)):
+        t_small = _best_time(lambda: run(chunks(small)))
+        t_large = _best_time(lambda: run(chunks(large)))
+        assert t_large < 8 * t_small + 0.05, (shape, t_small, t_large)
