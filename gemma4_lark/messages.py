@@ -258,7 +258,9 @@ def read_omp(text: str | Transcript) -> list[dict[str, Any]]:
                 results.append({"role": "toolResult", "toolCallId": ids[len(results)] if len(results) < len(ids) else "",
                                 "toolName": part.name, "content": [{"type": "text", "text": _omp_result_text(value)}],
                                 "isError": False})
-        if content or not results:
+        # A turn of results alone has no assistant message, unless the message before would take the
+        # results into its own turn (an assistant's, or results'): then an empty one opens this turn.
+        if content or not results or (messages and messages[-1]["role"] in ("assistant", "toolResult")):
             messages.append({"role": "assistant", "content": content})
         messages.extend(results)
     return messages
