@@ -36,6 +36,7 @@ from gemma4_lark.render import js, official, omp
 from gemma4_lark.render.safety import UnsafeContentError
 from gemma4_lark.validate import _kind, validate
 from gemma4_incremental import StreamParser
+from gemma4_incremental.output import merge_deltas
 
 from . import strategies as s
 
@@ -55,15 +56,7 @@ def run_stream(chunks, options, cls=StreamParser) -> list:
     return events
 
 
-def merged(events) -> list:
-    """Consecutive text (or thinking delta) events joined: what no chunking can change."""
-    out = []
-    for event in events:
-        if out and type(event) in (Text, ThinkingDelta) and type(out[-1]) is type(event):
-            last = out.pop()
-            event = type(event)(last.text + event.text, (last.span[0], event.span[1]))
-        out.append(event)
-    return out
+merged = merge_deltas
 
 
 def by_value(value):

@@ -69,6 +69,18 @@ def collect(events: Iterable[Event]) -> ParsedOutput:
     )
 
 
+def merge_deltas(events: Iterable[Event]) -> list[Event]:
+    """The events with consecutive text (or thinking delta) events joined into one: what no
+    chunking can change, so two streams of the same text compare equal. Raises nothing."""
+    out: list[Event] = []
+    for event in events:
+        if out and type(event) in (Text, ThinkingDelta) and type(out[-1]) is type(event):
+            last = out.pop()
+            event = type(event)(last.text + event.text, (last.span[0], event.span[1]))
+        out.append(event)
+    return out
+
+
 def parse_output(text: str, **options: Any) -> ParsedOutput:
     """Parse a complete model output. Raises `TypeError` when `text` is not a str (or for an
     unknown option); problems in the text are in the result's `errors` and calls' diagnostics."""

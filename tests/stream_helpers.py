@@ -2,7 +2,8 @@
 
 import itertools
 
-from gemma4_incremental import StreamParser, Text, ThinkingDelta
+from gemma4_incremental import StreamParser
+from gemma4_incremental.output import merge_deltas
 
 
 def counter_ids():
@@ -20,15 +21,7 @@ def run(chunks, cls=StreamParser, **options):
     return events
 
 
-def merged(events):
-    """Consecutive text (or thinking delta) events joined: the same for any chunking."""
-    out = []
-    for event in events:
-        if out and type(event) in (Text, ThinkingDelta) and type(out[-1]) is type(event):
-            last = out.pop()
-            event = type(event)(last.text + event.text, (last.span[0], event.span[1]))
-        out.append(event)
-    return out
+merged = merge_deltas  # the library's own
 
 
 def assert_tiles(events, text):
