@@ -1,0 +1,1 @@
+"""Constrained decoding from the grammar: exports for llguidance, GBNF, xgrammar and Lark."""
