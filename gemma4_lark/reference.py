@@ -43,6 +43,7 @@ from .events import (
     Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
 )
 from .model import ToolCall
+from .schema.lexeme import Scalar
 
 _DELIM = tokens.STRING_DELIMITER
 _WS = " \t\r\n"
@@ -141,8 +142,9 @@ class _Decoder:
     """One pass over one call in a block. Positions in diagnostics are offsets from `base` (where
     the call starts in the block); line and column count from there too."""
 
-    def __init__(self, text: str, max_depth: int, lines: LineIndex, base: int = 0):
+    def __init__(self, text: str, max_depth: int, lines: LineIndex, base: int = 0, lossless: bool = False):
         self.text = text
+        self.lossless = lossless  # scalars as `Scalar`s (value, lexeme, position): decoding against tools
         self.max_depth = max_depth
         self.lines = lines
         self.base = base
@@ -285,7 +287,15 @@ class _Decoder:
 
     # --- values --------------------------------------------------------------------------------
     def scalar(self, pos: int, end: int) -> tuple[object, int]:
-        """An unquoted value: up to the next top-level delimiter."""
+        """An unquoted value: up to the next top-level delimiter. In lossless mode, a `Scalar`
+        that keeps the word as written and where it starts."""
+        value, after, word = self._scalar(pos, end)
+        if self.lossless:
+            start = self.text.find(word[:1], pos) if word else pos
+            return Scalar(value, word, start - self.base), after
+        return value, after
+
+    def _scalar(self, pos: int, end: int) -> tuple[object, int, str]:
         text = self.text
         found = (_SCALAR_END_IN_PARENS if self.in_parens else _SCALAR_END).search(text, pos, end)
         q = found.start() if found else end
@@ -301,9 +311,9 @@ class _Decoder:
                           end=q + len(_DELIM))
                 after = q + len(_DELIM)
         if word in _LITERALS:
-            return _LITERALS[word], after
+            return _LITERALS[word], after, word
         if word.isdigit() and len(word) <= 600 and word.isascii():
-            return int(word), after
+            return int(word), after, word
         if _looks_numeric(word):
             digits = len(word) - (word[:1] in "+-")
             if digits > _MAX_INT_DIGITS and word.lstrip("+-").isdigit():
@@ -312,7 +322,7 @@ class _Decoder:
                 raise _Abandon(self.findings())
             number = _number(word)
             if number is not None:
-                return number, after
+                return number, after, word
             self.note("malformed-number", ("`{}` starts like a number but is not one; kept as text", word[:40]), pos,
                       end=q)
         if _ESCAPE in word:
@@ -320,18 +330,18 @@ class _Decoder:
             self.note("functiongemma-escape", f"FunctionGemma's {_ESCAPE} delimiter inside an unquoted value: kept"
                       f" as text (Gemma 4 quotes strings with {_DELIM})", first,
                       end=text.rfind(_ESCAPE, pos, q) + len(_ESCAPE))
-        return word, after
+        return word, after, word
 
     def value(self, pos: int, end: int, stack: list) -> tuple[object, int, bool]:
         """(value, position after it, True when it opened a container now on `stack`)."""
         text = self.text
         if text.startswith(_DELIM, pos):
             value, after = self.delimited(pos, end, stack)
-            return value, after, False
+            return (Scalar(value, None, pos - self.base) if self.lossless else value), after, False
         ch = text[pos]
         if ch in "\"'":
             value, after = self.quoted(pos, end)
-            return value, after, False
+            return (Scalar(value, None, pos - self.base) if self.lossless else value), after, False
         if ch in "{[":
             if len(stack) >= self.max_depth:
                 self.note("too-deep", f"nesting deeper than {self.max_depth} levels", pos, "error")
@@ -458,7 +468,8 @@ class _Decoder:
                 q = found.start() if found else end
                 word = text[pos:q]
                 if word.isdigit() and len(word) <= 600 and word.isascii() and text[q:q + 1] != "<":
-                    value, pos = int(word), q
+                    value = Scalar(int(word), word, pos - self.base) if self.lossless else int(word)
+                    pos = q
                 else:
                     value, pos = self.scalar(pos, end)
             else:
@@ -489,6 +500,15 @@ class _Abandon(Exception):
         self.diagnostics = list(diagnostics)
 
 
+def failure_code(diagnostics) -> str:
+    """The `ToolCallError.code` of a block the decoder could not read, from its findings."""
+    codes = {d.code for d in diagnostics if d.severity == "error"}
+    for code in ("too-deep", "internal"):
+        if code in codes:
+            return code
+    return "syntax"
+
+
 def decode_call(block: str, *, max_depth: int = 512) -> Decoded:
     """Decode one call block, leniently. Never raises.
 
@@ -507,12 +527,16 @@ def decode_call(block: str, *, max_depth: int = 512) -> Decoded:
     return Decoded(decoded.call, found + [rest], decoded.complete)
 
 
-def decode_calls(block: str, *, max_depth: int = 512) -> list:
+def decode_calls(block: str, *, max_depth: int = 512, lossless: bool = False) -> list:
     """Decode a call block that may hold several calls, leniently. Never raises.
 
     Returns `(start, end, Decoded)` for each call: its part of the block, `block[start:end]`, and
     what it decodes to (diagnostics relative to `start`). The parts tile the block. A block with no
     call in it is one part whose `call` is None.
+
+    `lossless` (decoding against the declared tools): every scalar of the arguments is a
+    `gemma4_lark.schema.lexeme.Scalar` (value, text as written, position relative to `start`),
+    for the caller to type by the tool's schema.
     """
     try:
         lines = LineIndex(block)
@@ -520,7 +544,7 @@ def decode_calls(block: str, *, max_depth: int = 512) -> list:
         segments = []
         start = 0
         while True:
-            decoded, rest = _decode_call(block, max_depth, lines, start, end, first=not segments)
+            decoded, rest = _decode_call(block, max_depth, lines, start, end, not segments, lossless)
             if rest is None:
                 segments.append((start, len(block), decoded))
                 return segments
@@ -542,9 +566,10 @@ def _body_end(text: str) -> int:
     return -1 - len(tail)  # not closed: encoded as a negative number (see _decode_call)
 
 
-def _decode_call(block: str, max_depth: int, lines: LineIndex, start: int, body_end: int, first: bool):
+def _decode_call(block: str, max_depth: int, lines: LineIndex, start: int, body_end: int, first: bool,
+                 lossless: bool = False):
     """(Decoded, where a further call starts or None) for the call at block[start:]."""
-    d = _Decoder(block, max_depth, lines, start)
+    d = _Decoder(block, max_depth, lines, start, lossless)
     text = block
     closed = body_end >= 0
     end = body_end if closed else -1 - body_end
@@ -841,18 +866,19 @@ class ReferenceScanner:
         if block["size"] > self.max_block_chars:
             events.append(ToolCallError(block["id"], self._index(), raw,
                                         f"block exceeds {self.max_block_chars} characters ({block['size']}); raw holds the"
-                                        f" first {self.max_block_chars}", span))
+                                        f" first {self.max_block_chars}", span, code="too-large"))
             return
         if self.strict and not closed:
             events.append(ToolCallError(block["id"], self._index(), raw,
-                                        f"the block is not closed by {tokens.TOOL_CALL_CLOSE}", span))
+                                        f"the block is not closed by {tokens.TOOL_CALL_CLOSE}", span, code="unclosed"))
             return
         segments = decode_calls(raw, max_depth=self.max_depth)
         if segments[0][2].call is None and block["bare"]:
             events.append(Text(raw, span))
             return
         if self.strict and len(segments) > 1:  # several calls in one block: not in the grammar
-            events.append(ToolCallError(block["id"], self._index(), raw, "several calls in one block", span))
+            events.append(ToolCallError(block["id"], self._index(), raw, "several calls in one block", span,
+                                        code="syntax"))
             return
         for number, (begin, finish, decoded) in enumerate(segments):
             call_id = block["id"] if number == 0 else self.id_factory()
@@ -861,11 +887,12 @@ class ReferenceScanner:
             index = self._index()
             if decoded.call is None or self.strict and decoded.diagnostics:
                 message = decoded.diagnostics[0].message if decoded.diagnostics else "no call head"
-                events.append(ToolCallError(call_id, index, part, message, where))
+                events.append(ToolCallError(call_id, index, part, message, where, code=failure_code(decoded.diagnostics)))
                 continue
             if not closed and (at_end and not block["bare"] or not decoded.complete):
                 events.append(ToolCallError(call_id, index, part, "not closed, and possibly cut off", where,
-                                            decoded.call.name, decoded.call.arguments, decoded.diagnostics))
+                                            decoded.call.name, decoded.call.arguments, decoded.diagnostics,
+                                            code="unclosed"))
                 continue
             recovered = bool(decoded.diagnostics) or not closed or block["bare"]
             events.append(ToolCallEnd(call_id, index, decoded.call.name, decoded.call.arguments, part,
