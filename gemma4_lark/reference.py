@@ -153,6 +153,11 @@ class _Decoder:
         self.suppressed = None  # [count, first pos, furthest end] of the notes beyond _MAX_NOTES
         self.complete = True
         self.in_parens = False  # the arguments are a `(...)` shell: `)` closes too
+        # Schema-gated recovery (decoding against tools, lenient): the tool's declared keys and
+        # those whose schema allows only a string; see `string_run`.
+        self.keys = self.string_keys = None
+        self.open_object = True
+        self._next_key = None
 
     def note(self, code: str, message, pos: int, severity: str = "warning", end: int | None = None) -> None:
         """Record a finding about text[pos:end] (absolute offsets). `message` is a str, or a
@@ -286,6 +291,33 @@ class _Decoder:
         return raw[1:-1], q + 1
 
     # --- values --------------------------------------------------------------------------------
+    def string_run(self, pos: int, end: int, key: str):
+        """Ollama's repair, gated on the schema: the undelimited value at `pos` of the top-level
+        member `key`, whose schema allows only a string, runs to the next `,KEY:` of a declared key
+        or to the object's closing brace, when the plain reading would stop sooner (at a comma or
+        a bracket inside it). (value, position after it), or None when the plain reading stands.
+        A run over a `<|` is not taken: markup inside means something else went wrong."""
+        text = self.text
+        found = _SCALAR_END.search(text, pos, end)
+        plain_end = found.start() if found else end
+        close = text.rfind("}", plain_end, end)
+        if close < 0 or plain_end >= close or text[plain_end] == "<":
+            return None
+        if self._next_key is None:
+            keys = "|".join(re.escape(k) for k in sorted(self.keys, key=len, reverse=True))
+            if self.open_object:  # any key may follow: a member the schema allows is never swallowed
+                keys = _KEY.pattern
+            self._next_key = re.compile(r",[ \t\r\n]*(?:%s)[ \t\r\n]*[:=]" % keys)
+        following = self._next_key.search(text, plain_end, close)
+        stop = following.start() if following else close
+        if stop <= plain_end or "<|" in text[plain_end:stop]:
+            return None
+        value = text[pos:stop].strip(_WS)
+        self.note("string-run", ("the string field `{!s:.40}` has an undelimited value with commas or brackets: read"
+                                 " to the {}", key, "next declared key" if following else "closing brace"),
+                  pos, end=stop)
+        return (Scalar(value, value, pos - self.base) if self.lossless else value), stop
+
     def scalar(self, pos: int, end: int) -> tuple[object, int]:
         """An unquoted value: up to the next top-level delimiter. In lossless mode, a `Scalar`
         that keeps the word as written and where it starts."""
@@ -462,7 +494,13 @@ class _Decoder:
                 count += 1
                 continue
             opened = False
-            if ch in _PLAIN_START:
+            run = None
+            if (self.string_keys is not None and is_object and len(stack) == 1 and ch not in _QUOTE_START
+                    and ch not in "{[" and expect_value_for in self.string_keys):
+                run = self.string_run(pos, end, expect_value_for)
+            if run is not None:
+                value, pos = run
+            elif ch in _PLAIN_START:
                 # the most frequent value, inlined: an unsigned integer ended by `,` or a closer
                 found = scalar_end(text, pos, end)
                 q = found.start() if found else end
@@ -527,7 +565,7 @@ def decode_call(block: str, *, max_depth: int = 512) -> Decoded:
     return Decoded(decoded.call, found + [rest], decoded.complete)
 
 
-def decode_calls(block: str, *, max_depth: int = 512, lossless: bool = False) -> list:
+def decode_calls(block: str, *, max_depth: int = 512, lossless: bool = False, hints=None) -> list:
     """Decode a call block that may hold several calls, leniently. Never raises.
 
     Returns `(start, end, Decoded)` for each call: its part of the block, `block[start:end]`, and
@@ -536,7 +574,10 @@ def decode_calls(block: str, *, max_depth: int = 512, lossless: bool = False) ->
 
     `lossless` (decoding against the declared tools): every scalar of the arguments is a
     `gemma4_lark.schema.lexeme.Scalar` (value, text as written, position relative to `start`),
-    for the caller to type by the tool's schema.
+    for the caller to type by the tool's schema. `hints` (with tools): a function of a call's
+    name giving an object with `keys` (the declared keys), `string_keys` (those whose schema
+    allows only a string) and `open` (other keys allowed), or None; an undelimited value of such a top-level key may then run to
+    the next declared key (`string-run`, docs/leniency.md).
     """
     try:
         lines = LineIndex(block)
@@ -544,7 +585,7 @@ def decode_calls(block: str, *, max_depth: int = 512, lossless: bool = False) ->
         segments = []
         start = 0
         while True:
-            decoded, rest = _decode_call(block, max_depth, lines, start, end, not segments, lossless)
+            decoded, rest = _decode_call(block, max_depth, lines, start, end, not segments, lossless, hints)
             if rest is None:
                 segments.append((start, len(block), decoded))
                 return segments
@@ -567,7 +608,7 @@ def _body_end(text: str) -> int:
 
 
 def _decode_call(block: str, max_depth: int, lines: LineIndex, start: int, body_end: int, first: bool,
-                 lossless: bool = False):
+                 lossless: bool = False, hints=None):
     """(Decoded, where a further call starts or None) for the call at block[start:]."""
     d = _Decoder(block, max_depth, lines, start, lossless)
     text = block
@@ -600,6 +641,9 @@ def _decode_call(block: str, max_depth: int, lines: LineIndex, start: int, body_
             return Decoded(None, d.findings(), False), None
         if text[q] == "(":
             d.note("paren-call", "call written as NAME(key=value, ...)", q, end=q + 1)
+        found = hints(name) if hints is not None and text[q] == "{" else None
+        if found is not None and found.string_keys:
+            d.keys, d.string_keys, d.open_object = found.keys, found.string_keys, found.open
         arguments, after = d.container(q, end, text[q])
         rest = d.skip_ws(after, end)
         further = None

@@ -570,7 +570,8 @@ class StreamParser:
                     _, _, read = decode_calls(raw, max_depth=self.max_depth)[0]
                     warnings = [d for d in read.diagnostics if d.code == "functiongemma-escape"]
                 return [self._finish(self._block_id, index, call.name, call.arguments, raw, warnings, False, span)]
-        segments = decode_calls(raw, max_depth=self.max_depth, lossless=lossless)
+        segments = decode_calls(raw, max_depth=self.max_depth, lossless=lossless,
+                                hints=self._registry.hints if lossless else None)
         if bare and segments[0][2].call is None:
             return [Text(raw, (self._block_start, span[1]))]  # the bare guess was prose after all
         if self.strict:

@@ -69,11 +69,14 @@ def _for_validation(parameters: Any) -> Any:
 
 @dataclass(frozen=True)
 class StringHints:
-    """For the lenient decoder's schema-gated recovery: the root object's declared keys, and those
-    whose schema allows only a string (where an undelimited value may run to the next key)."""
+    """For the lenient decoder's schema-gated recovery: the root object's declared keys, those
+    whose schema allows only a string (where an undelimited value may run to the next key), and
+    whether other keys are allowed (`additionalProperties` is not false: then any `,KEY:` ends
+    the run too, so a member the schema allows is never swallowed into a string)."""
 
     keys: frozenset
     string_keys: frozenset
+    open: bool
 
 
 class ToolSchema:
@@ -163,7 +166,8 @@ def _string_hints(parameters: Any) -> StringHints | None:
         s = resolve(schema, parameters)
         if s is not None and _types(s) == {"string"} and not any(k in s for k in ("anyOf", "oneOf", "enum", "const")):
             strings.add(key)
-    return StringHints(frozenset(properties), frozenset(strings))
+    closed = root.get("additionalProperties") is False and not root.get("patternProperties")
+    return StringHints(frozenset(properties), frozenset(strings), not closed)
 
 
 class ToolRegistry:
