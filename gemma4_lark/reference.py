@@ -63,6 +63,7 @@ _WS_RUN = re.compile("[ \t\r\n]*")
 _SCALAR_END = re.compile(r"[,}\]]|" + re.escape(_DELIM))
 _SCALAR_END_IN_PARENS = re.compile(r"[,}\])]|" + re.escape(_DELIM))
 _COMMA_RUN = re.compile("[, \t\r\n]*")
+_BRACE_BEFORE_CALL = re.compile(r"\}[ \t\r\n]*call[ \t\r\n]*:")
 _KEY = re.compile(r"[A-Za-z0-9_.\-$@]+")  # the characters of _KEY_CHARS
 _PLAIN_START = frozenset("0123456789")
 _QUOTE_START = frozenset("<\"'")  # a key that is not bare: `<|"|>...`, `"..."`, `'...'`
@@ -158,6 +159,8 @@ class _Decoder:
         self.keys = self.string_keys = None
         self.open_object = True
         self._next_key = None
+        self._last_brace = None
+        self._further_call = None
 
     def note(self, code: str, message, pos: int, severity: str = "warning", end: int | None = None) -> None:
         """Record a finding about text[pos:end] (absolute offsets). `message` is a str, or a
@@ -300,7 +303,15 @@ class _Decoder:
         text = self.text
         found = _SCALAR_END.search(text, pos, end)
         plain_end = found.start() if found else end
-        close = text.rfind("}", plain_end, end)
+        # The object's closing brace: the `}` before a further call of the block, else the last
+        # one. Both searches are remembered, so many runs in one block read it once (linear).
+        if self._last_brace is None:
+            self._last_brace = text.rfind("}", 0, end)
+        further = self._further_call
+        if further is None or further[0] is not None and further[0] < plain_end:
+            match = _BRACE_BEFORE_CALL.search(text, plain_end, end)
+            further = self._further_call = (match.start() if match else None,)
+        close = further[0] if further[0] is not None else self._last_brace
         if close < 0 or plain_end >= close or text[plain_end] == "<":
             return None
         if self._next_key is None:
