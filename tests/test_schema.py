@@ -419,3 +419,10 @@ def test_chunking_does_not_change_what_tools_decide():
     events += parser.flush()
     from gemma4_incremental.output import merge_deltas
     assert merge_deltas(events) == merge_deltas(whole.events)
+
+
+def test_a_compiled_tool_list_can_be_passed_as_tools():
+    compiled = registry.compile_tools(TOOLS)
+    assert registry.compile_tools(compiled) is compiled
+    assert one_call(call("zip:02134"), tools=compiled).arguments == {"zip": "02134"}
+    assert [d.code for d in g.validate(call("zip:1", "nope"), tools=compiled)] == ["unknown-tool"]

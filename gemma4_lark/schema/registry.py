@@ -195,14 +195,16 @@ def _compile(key: str) -> ToolRegistry:
 
 
 def compile_tools(tools: Sequence[Any] | None) -> ToolRegistry | None:
-    """`tools` (an OpenAI tool list or bare function schemas) compiled; None for None. Cached by
-    content. Raises `ShapeError` for a malformed tool or an invalid schema, `ImportError` (saying
-    which extra to install) when jsonschema-rs is missing."""
-    if tools is None:
-        return None
-    read_tools(tools)  # the shape errors, with the caller's field names, before anything else
+    """`tools` (an OpenAI tool list or bare function schemas) compiled; None for None, and a
+    `ToolRegistry` as it is. Cached by content (a JSON dump of the list: on a hit, that dump is
+    the whole cost; a server with a large fixed list passes the registry instead). Raises `ShapeError`
+    for a malformed tool or an invalid schema, `ImportError` (saying which extra to install) when
+    jsonschema-rs is missing."""
+    if tools is None or isinstance(tools, ToolRegistry):
+        return tools  # compiled already: a server may compile its tool list once and pass that
     try:
-        key = json.dumps(tools, sort_keys=True, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        raise ShapeError("tools", f"must be JSON data: {exc}") from None
+        key = json.dumps(tools, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        read_tools(tools)  # a shape error names the field, when there is one
+        raise ShapeError("tools", "must be JSON data (str, numbers, bool, None, lists, dicts)") from None
     return _compile(key)
