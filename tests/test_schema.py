@@ -426,3 +426,10 @@ def test_a_compiled_tool_list_can_be_passed_as_tools():
     assert registry.compile_tools(compiled) is compiled
     assert one_call(call("zip:02134"), tools=compiled).arguments == {"zip": "02134"}
     assert [d.code for d in g.validate(call("zip:1", "nope"), tools=compiled)] == ["unknown-tool"]
+
+
+def test_a_container_under_a_union_takes_the_branch_it_fits():
+    union = tool("t", {"v": {"anyOf": [{"type": "array", "items": {"type": "string"}},
+                                        {"type": "array", "items": {"type": "integer"}}]}})
+    assert one_call(call("v:[0,1]", "t"), tools=[union]).arguments == {"v": [0, 1]}
+    assert one_call(call("v:[a,1]", "t"), tools=[union]).arguments == {"v": ["a", "1"]}

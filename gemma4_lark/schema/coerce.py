@@ -19,6 +19,7 @@ is iterative and visits each node once, so its cost is linear in the arguments.
 
 from __future__ import annotations
 
+import itertools
 import re
 from decimal import Decimal, InvalidOperation
 from typing import Any, Iterator
@@ -149,9 +150,10 @@ def accepts(schema: Any, root: Any, value: Any, depth: int = 0) -> bool:
     return True
 
 
-def container_view(schema: Any, root: Any, kind: str, depth: int = 0) -> dict | None:
+def container_view(schema: Any, root: Any, kind: str, depth: int = 0, node: Any = None) -> dict | None:
     """The keywords that type the members of an `object` or the items of an `array` under
-    `schema`: the first `anyOf`/`oneOf` branch that allows `kind`, `allOf` branches merged."""
+    `schema`: of the `anyOf`/`oneOf` branches that allow `kind`, the first that `node` (the
+    lossless container) fits as read (`fits`), else the first; `allOf` branches merged."""
     s = resolve(schema, root)
     if s is None or depth > _MAX_BRANCH_DEPTH:
         return None
@@ -163,13 +165,17 @@ def container_view(schema: Any, root: Any, kind: str, depth: int = 0) -> dict | 
     for key in ("anyOf", "oneOf"):
         branches = s.get(key)
         if isinstance(branches, list):
+            allowed = []
             for branch in branches:
                 b = resolve(branch, root)
                 if b is not None and (_types(b) is None or kind in _types(b)):
-                    inner = container_view(b, root, kind, depth + 1)
-                    if inner:
-                        _merge(view, inner)
-                    break
+                    allowed.append(b)
+            if len(allowed) > 1 and node is not None:
+                allowed.sort(key=lambda b: not fits(b, root, node))  # stable: the first that fits
+            if allowed:
+                inner = container_view(allowed[0], root, kind, depth + 1)
+                if inner:
+                    _merge(view, inner)
     branches = s.get("allOf")
     if isinstance(branches, list):
         for branch in branches:
@@ -177,6 +183,42 @@ def container_view(schema: Any, root: Any, kind: str, depth: int = 0) -> dict | 
             if inner:
                 _merge(view, inner)
     return view or None
+
+
+# How many values `fits` looks at before it assumes a fit: what choosing among branches may cost
+# per container, so typing stays linear however the schema nests its unions.
+FIT_BUDGET = 256
+
+
+def fits(schema: Any, root: Any, node: Any) -> bool:
+    """Whether the lossless `node` fits `schema` as read, without typing (types, `enum`, `const`,
+    members and items; past FIT_BUDGET values, assumed to)."""
+    stack = [(schema, node)]
+    budget = FIT_BUDGET  # values pushed, at most: each call costs O(FIT_BUDGET)
+    while stack:
+        schema, node = stack.pop()
+        kind = type(node)
+        if kind is Scalar:
+            if not accepts(schema, root, node.value):
+                return False
+            continue
+        if kind is not dict and kind is not list:
+            continue
+        s = resolve(schema, root)
+        if s is None:
+            continue
+        types = _types(s)
+        if types is not None and ("object" if kind is dict else "array") not in types:
+            return False
+        view = container_view(s, root, "object" if kind is dict else "array")
+        if kind is dict:
+            children = ((_member_schema(view, key), item) for key, item in node.items())
+        else:
+            children = ((_item_schema(view, index), item) for index, item in enumerate(node))
+        before = len(stack)
+        stack.extend(itertools.islice(children, budget))
+        budget -= len(stack) - before
+    return True
 
 
 def _merge(view: dict, inner: dict) -> None:
@@ -277,12 +319,12 @@ class Typing:
             if kind is Scalar:
                 parent[key] = self._scalar(node, schema, pointer) if schema is not None else node.value
             elif kind is dict:
-                view = container_view(schema, root, "object") if schema is not None else None
+                view = container_view(schema, root, "object", 0, node) if schema is not None else None
                 out = parent[key] = dict.fromkeys(node)
                 for name, item in node.items():
                     push((out, name, item, _member_schema(view, name), (pointer, name)))
             elif kind is list:
-                view = container_view(schema, root, "array") if schema is not None else None
+                view = container_view(schema, root, "array", 0, node) if schema is not None else None
                 out = parent[key] = [None] * len(node)
                 for index, item in enumerate(node):
                     push((out, index, item, _item_schema(view, index), (pointer, index)))
