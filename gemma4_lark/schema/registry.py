@@ -17,7 +17,7 @@ from typing import Any, Sequence
 from ..diagnostics import Diagnostic, LineIndex
 from ..tools import ShapeError, Tool, read_tools
 from .coerce import Typing, _types, pointer_text, resolve
-from .lexeme import plain
+from .lexeme import Scalar, plain
 
 # Validation findings kept per call; the rest are counted in the last one's message.
 MAX_SCHEMA_ERRORS = 100
@@ -52,10 +52,7 @@ def _for_validation(parameters: Any) -> Any:
                 child = {} if isinstance(value, dict) else [None] * len(value)
                 stack.append((value, child))
                 value = child
-            if isinstance(target, dict):
-                target[key] = value
-            else:
-                target[key] = value
+            target[key] = value
         if isinstance(source, dict) and source.get("nullable") is True:
             types = source.get("type")
             if isinstance(types, str) and types != "null":
@@ -138,9 +135,7 @@ def _chain(path: list):
 
 def _position(arguments: Any, path: list, fallback: int) -> tuple[int, int]:
     """Where the value at `path` of the lossless arguments was written: its scalar's text, else
-    the deepest scalar on the way... else `fallback`."""
-    from .lexeme import Scalar
-
+    (a container, or a key that is missing) `fallback`."""
     node = arguments
     for segment in path:
         if isinstance(node, dict) and segment in node:
