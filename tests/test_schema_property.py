@@ -141,3 +141,40 @@ def test_lenient_string_runs_bring_back_undelimited_strings_with_commas(members,
     assert found.arguments == members
     runs = sorted(found.raw[d.pos:d.end] for d in found.diagnostics if d.code == "string-run")
     assert runs == sorted(v for v in members.values() if "," in v)
+
+
+PIECES = [
+    "Sure. ", "<|channel>thought\nthink<channel|>", '<|tool_call>call:t{a:02134,b:True}<tool_call|>',
+    "<|tool_call>call:nope{a:1}<tool_call|>", "<|tool_call>call:t{a:hello, world,b:false}<tool_call|>",
+    "<|tool_call>call:t{a:1,}<tool_call|>", "call:t{a:7}", "<|tool_call>call:t{b:x}", "<turn|>", "text < more",
+]
+TOOL = {"name": "t", "parameters": {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "boolean"}},
+                                    "required": ["a"]}}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=6), st.lists(st.integers(1, 9), min_size=1, max_size=40),
+       st.booleans(), st.sampled_from(["auto", "required", "none"]))
+def test_decoding_against_tools_does_not_depend_on_the_chunking(pieces, cuts, strict, choice):
+    from gemma4_incremental import StreamParser
+    from gemma4_incremental.output import merge_deltas
+    from stream_helpers import counter_ids
+
+    text = "".join(pieces)
+    whole = parse_output(text, tools=[TOOL], tool_choice=choice, strict=strict, id_factory=counter_ids())
+    parser = StreamParser(tools=[TOOL], tool_choice=choice, strict=strict, id_factory=counter_ids())
+    events, i, k = [], 0, 0
+    while i < len(text):
+        step = cuts[k % len(cuts)]
+        events += parser.feed(text[i:i + step])
+        i, k = i + step, k + 1
+    events += parser.flush()
+    assert merge_deltas(events) == merge_deltas(whole.events)
+    assert parser.diagnostics == whole.diagnostics
+    spans = [e.span for e in events]
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:])) and (not spans or spans[-1][1] == len(text))
+    for event in events:
+        if event.type == "tool_call_error":
+            assert event.code in ("syntax", "unclosed", "unknown-tool", "tool-choice", "schema")
+        if event.type in ("tool_call_start", "tool_call_end"):
+            assert event.name == "t" and choice != "none"
