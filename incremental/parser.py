@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import re
 import secrets
+from typing import Any, Sequence
 
 import gemma4_lark
 from gemma4_lark import tokens
@@ -28,7 +29,7 @@ from gemma4_lark.errors import GemmaSyntaxError
 from gemma4_lark.parser import parse_lossless_call
 from gemma4_lark.reference import decode_calls, failure_code
 from gemma4_lark.schema.lexeme import plain
-from gemma4_lark.schema.registry import compile_tools
+from gemma4_lark.schema.registry import ToolRegistry, compile_tools
 from gemma4_lark.tools import read_tool_choice
 from gemma4_lark.grammar import terminal_pattern
 from gemma4_lark.model import ThoughtPrefill
@@ -108,7 +109,7 @@ class StreamParser:
 
     def __init__(self, *, parse_thinking: bool = True, start_in_thinking: bool = False, strict: bool = False,
                  id_factory=None, max_block_chars: int = 4 * 1024 * 1024, max_depth: int = 512,
-                 tools=None, tool_choice=None):
+                 tools: Sequence[Any] | ToolRegistry | None = None, tool_choice: Any = None):
         self._registry = compile_tools(tools)
         self._choice = read_tool_choice(tool_choice, self._registry.tools if self._registry is not None else ())
         self.diagnostics: list[Diagnostic] = []  # whole-output findings, complete after flush()
