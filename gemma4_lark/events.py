@@ -120,6 +120,10 @@ class ToolCallStart(Event):
     span: tuple[int, int]
 
 
+# Findings of decoding against the declared tools that a client sees in `to_openai()`.
+_TOOLS_FINDINGS = frozenset({"coerced", "schema", "schema-string-run"})
+
+
 @_fast_init
 @dataclass(frozen=True, slots=True)
 class ToolCallEnd(Event):
@@ -141,8 +145,9 @@ class ToolCallEnd(Event):
     def to_openai(self) -> dict[str, Any]:
         """The call as an OpenAI chat-completions `tool_calls` entry. A recovered call says so: the
         entry then also holds `"recovered": true` and the `diagnostics` (clients that do not know
-        these keys ignore them; the call is never passed off as one the model wrote correctly).
-        Raises nothing."""
+        these keys ignore them; the call is never passed off as one the model wrote correctly), and
+        so does a call whose arguments were typed or found wrong by the tool's schema (`coerced`,
+        `schema`: docs/schema.md). Raises nothing."""
         try:
             arguments = json.dumps(self.arguments, ensure_ascii=False)
         except RecursionError:  # json.dumps recurses; the one serializer of render.values does not
@@ -156,6 +161,7 @@ class ToolCallEnd(Event):
         }
         if self.recovered:
             entry["recovered"] = True
+        if self.recovered or any(d.code in _TOOLS_FINDINGS for d in self.diagnostics):
             entry["diagnostics"] = [d.to_dict() for d in self.diagnostics]
         return entry
 
@@ -165,7 +171,8 @@ class ToolCallEnd(Event):
 class ToolCallError(Event):
     """A block that is not a call to act on; its raw text is kept, never dropped. When part of it
     could be read (a block cut off before its end), `name` and `partial` hold what was decoded,
-    incomplete by definition, and `diagnostics` the lenient decoder's findings."""
+    incomplete by definition, and `diagnostics` the lenient decoder's findings. `code` says what
+    kind of failure it is, for code to decide on: one of `TOOL_CALL_ERROR_CODES` (docs/schema.md)."""
 
     type: ClassVar[str] = "tool_call_error"
     id: str
@@ -176,6 +183,13 @@ class ToolCallError(Event):
     name: str | None = None
     partial: dict[str, Any] | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    code: str = ""
+
+
+TOOL_CALL_ERROR_CODES = frozenset({
+    "syntax", "unclosed", "too-large", "too-deep", "unknown-tool", "tool-choice", "schema", "internal",
+})
+"""Every `ToolCallError.code` (docs/schema.md says what each means)."""
 
 
 @_fast_init

@@ -17,7 +17,7 @@ from .lalr import LeanLALR
 from .model import ModelOutput, ToolCall, ToolDeclaration, ToolResponse, Thought, Transcript
 from .diagnostics import LineIndex
 from .values import (
-    Build, DepthExceeded, IntegerTooLong, NumberOutOfRange, ParseState, current, integer_digit_limit,
+    Build, DepthExceeded, LosslessBuild, IntegerTooLong, NumberOutOfRange, ParseState, current, integer_digit_limit,
 )
 
 DEFAULT_MAX_DEPTH = 512
@@ -35,6 +35,14 @@ def document_parser() -> LeanLALR:
     return LeanLALR(grammar.build(grammar.DOCUMENT_STARTS), Build())
 
 
+@functools.lru_cache(maxsize=2)
+def lossless_parser(blocks: bool) -> LeanLALR:
+    """The same parsers with `LosslessBuild`: for decoding against the declared tools, whose
+    typing needs each scalar's text and position. Built on first use only."""
+    starts = grammar.BLOCK_STARTS if blocks else grammar.DOCUMENT_STARTS
+    return LeanLALR(grammar.build(starts), LosslessBuild())
+
+
 def parse(text: str, start: str, *, max_depth: int = DEFAULT_MAX_DEPTH, duplicates: list | None = None):
     """Parse `text` with the grammar's start rule `start`; the value built by the transformer.
 
@@ -46,11 +54,16 @@ def parse(text: str, start: str, *, max_depth: int = DEFAULT_MAX_DEPTH, duplicat
 
 
 def parse_from(text: str, pos: int, start: str, *, max_depth: int = DEFAULT_MAX_DEPTH,
-               duplicates: list | None = None, lines: LineIndex | None = None):
+               duplicates: list | None = None, lines: LineIndex | None = None, lossless: bool = False):
     """Parse `text[pos:]` as `parse` does, without copying it: positions (in errors and in
     `duplicates`) are offsets into `text`. `lines` (a LineIndex of `text`) spares each error
-    counting lines from the start, for callers that parse one text at many offsets."""
-    parser = block_parser() if start in grammar.BLOCK_STARTS else document_parser()
+    counting lines from the start, for callers that parse one text at many offsets. `lossless`:
+    build with `LosslessBuild` (scalars as `Scalar`s, calls as `LosslessCall`s; internal)."""
+    blocks = start in grammar.BLOCK_STARTS
+    if lossless:
+        parser = lossless_parser(blocks)
+    else:
+        parser = block_parser() if blocks else document_parser()
     state = ParseState(max_depth=max_depth)
     token = current.set(state)
     try:
@@ -85,6 +98,14 @@ def parse_call(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> ToolCall:
     when `text` is not a str.
     """
     return parse(text, "call_block", max_depth=max_depth)
+
+
+def parse_lossless_call(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH):
+    """`parse_call`, keeping each scalar's text and position: a `LosslessCall` (internal, for
+    decoding against the declared tools). Raises what `parse_call` raises."""
+    if not isinstance(text, str):
+        raise TypeError(f"expected str, got {type(text).__name__}")
+    return parse_from(text, 0, "call_block", max_depth=max_depth, lossless=True)
 
 
 def parse_response(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> ToolResponse:

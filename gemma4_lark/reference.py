@@ -43,6 +43,7 @@ from .events import (
     Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
 )
 from .model import ToolCall
+from .schema.lexeme import Scalar
 
 _DELIM = tokens.STRING_DELIMITER
 _WS = " \t\r\n"
@@ -62,6 +63,7 @@ _WS_RUN = re.compile("[ \t\r\n]*")
 _SCALAR_END = re.compile(r"[,}\]]|" + re.escape(_DELIM))
 _SCALAR_END_IN_PARENS = re.compile(r"[,}\])]|" + re.escape(_DELIM))
 _COMMA_RUN = re.compile("[, \t\r\n]*")
+_BRACE_BEFORE_CALL = re.compile(r"\}[ \t\r\n]*call[ \t\r\n]*:")
 _KEY = re.compile(r"[A-Za-z0-9_.\-$@]+")  # the characters of _KEY_CHARS
 _PLAIN_START = frozenset("0123456789")
 _QUOTE_START = frozenset("<\"'")  # a key that is not bare: `<|"|>...`, `"..."`, `'...'`
@@ -141,8 +143,9 @@ class _Decoder:
     """One pass over one call in a block. Positions in diagnostics are offsets from `base` (where
     the call starts in the block); line and column count from there too."""
 
-    def __init__(self, text: str, max_depth: int, lines: LineIndex, base: int = 0):
+    def __init__(self, text: str, max_depth: int, lines: LineIndex, base: int = 0, lossless: bool = False):
         self.text = text
+        self.lossless = lossless  # scalars as `Scalar`s (value, lexeme, position): decoding against tools
         self.max_depth = max_depth
         self.lines = lines
         self.base = base
@@ -151,6 +154,13 @@ class _Decoder:
         self.suppressed = None  # [count, first pos, furthest end] of the notes beyond _MAX_NOTES
         self.complete = True
         self.in_parens = False  # the arguments are a `(...)` shell: `)` closes too
+        # Schema-gated recovery (decoding against tools, lenient): the tool's declared keys and
+        # those whose schema allows only a string; see `string_run`.
+        self.keys = self.string_keys = None
+        self.open_object = True
+        self._next_key = None
+        self._last_brace = None
+        self._further_call = None
 
     def note(self, code: str, message, pos: int, severity: str = "warning", end: int | None = None) -> None:
         """Record a finding about text[pos:end] (absolute offsets). `message` is a str, or a
@@ -284,8 +294,51 @@ class _Decoder:
         return raw[1:-1], q + 1
 
     # --- values --------------------------------------------------------------------------------
+    def string_run(self, pos: int, end: int, key: str):
+        """Ollama's repair, gated on the schema: the undelimited value at `pos` of the top-level
+        member `key`, whose schema allows only a string, runs to the next `,KEY:` of a declared key
+        or to the object's closing brace, when the plain reading would stop sooner (at a comma or
+        a bracket inside it). (value, position after it), or None when the plain reading stands.
+        A run over a `<|` is not taken: markup inside means something else went wrong."""
+        text = self.text
+        found = _SCALAR_END.search(text, pos, end)
+        plain_end = found.start() if found else end
+        # The object's closing brace: the `}` before a further call of the block, else the last
+        # one. Both searches are remembered, so many runs in one block read it once (linear).
+        if self._last_brace is None:
+            self._last_brace = text.rfind("}", 0, end)
+        further = self._further_call
+        if further is None or further[0] is not None and further[0] < plain_end:
+            match = _BRACE_BEFORE_CALL.search(text, plain_end, end)
+            further = self._further_call = (match.start() if match else None,)
+        close = further[0] if further[0] is not None else self._last_brace
+        if close < 0 or plain_end >= close or text[plain_end] == "<":
+            return None
+        if self._next_key is None:
+            keys = "|".join(re.escape(k) for k in sorted(self.keys, key=len, reverse=True))
+            if self.open_object:  # any key may follow: a member the schema allows is never swallowed
+                keys = _KEY.pattern
+            self._next_key = re.compile(r",[ \t\r\n]*(?:%s)[ \t\r\n]*[:=]" % keys)
+        following = self._next_key.search(text, plain_end, close)
+        stop = following.start() if following else close
+        if stop <= plain_end or "<|" in text[plain_end:stop]:
+            return None
+        value = text[pos:stop].strip(_WS)
+        self.note("string-run", ("the string field `{!s:.40}` has an undelimited value with commas or brackets: read"
+                                 " to the {}", key, "next declared key" if following else "closing brace"),
+                  pos, end=stop)
+        return (Scalar(value, value, pos - self.base) if self.lossless else value), stop
+
     def scalar(self, pos: int, end: int) -> tuple[object, int]:
-        """An unquoted value: up to the next top-level delimiter."""
+        """An unquoted value: up to the next top-level delimiter. In lossless mode, a `Scalar`
+        that keeps the word as written and where it starts."""
+        value, after, word = self._scalar(pos, end)
+        if self.lossless:
+            start = self.text.find(word[:1], pos) if word else pos
+            return Scalar(value, word, start - self.base), after
+        return value, after
+
+    def _scalar(self, pos: int, end: int) -> tuple[object, int, str]:
         text = self.text
         found = (_SCALAR_END_IN_PARENS if self.in_parens else _SCALAR_END).search(text, pos, end)
         q = found.start() if found else end
@@ -301,9 +354,9 @@ class _Decoder:
                           end=q + len(_DELIM))
                 after = q + len(_DELIM)
         if word in _LITERALS:
-            return _LITERALS[word], after
+            return _LITERALS[word], after, word
         if word.isdigit() and len(word) <= 600 and word.isascii():
-            return int(word), after
+            return int(word), after, word
         if _looks_numeric(word):
             digits = len(word) - (word[:1] in "+-")
             if digits > _MAX_INT_DIGITS and word.lstrip("+-").isdigit():
@@ -312,7 +365,7 @@ class _Decoder:
                 raise _Abandon(self.findings())
             number = _number(word)
             if number is not None:
-                return number, after
+                return number, after, word
             self.note("malformed-number", ("`{}` starts like a number but is not one; kept as text", word[:40]), pos,
                       end=q)
         if _ESCAPE in word:
@@ -320,18 +373,18 @@ class _Decoder:
             self.note("functiongemma-escape", f"FunctionGemma's {_ESCAPE} delimiter inside an unquoted value: kept"
                       f" as text (Gemma 4 quotes strings with {_DELIM})", first,
                       end=text.rfind(_ESCAPE, pos, q) + len(_ESCAPE))
-        return word, after
+        return word, after, word
 
     def value(self, pos: int, end: int, stack: list) -> tuple[object, int, bool]:
         """(value, position after it, True when it opened a container now on `stack`)."""
         text = self.text
         if text.startswith(_DELIM, pos):
             value, after = self.delimited(pos, end, stack)
-            return value, after, False
+            return (Scalar(value, None, pos - self.base) if self.lossless else value), after, False
         ch = text[pos]
         if ch in "\"'":
             value, after = self.quoted(pos, end)
-            return value, after, False
+            return (Scalar(value, None, pos - self.base) if self.lossless else value), after, False
         if ch in "{[":
             if len(stack) >= self.max_depth:
                 self.note("too-deep", f"nesting deeper than {self.max_depth} levels", pos, "error")
@@ -452,13 +505,20 @@ class _Decoder:
                 count += 1
                 continue
             opened = False
-            if ch in _PLAIN_START:
+            run = None
+            if (self.string_keys is not None and is_object and len(stack) == 1 and ch not in _QUOTE_START
+                    and ch not in "{[" and expect_value_for in self.string_keys):
+                run = self.string_run(pos, end, expect_value_for)
+            if run is not None:
+                value, pos = run
+            elif ch in _PLAIN_START:
                 # the most frequent value, inlined: an unsigned integer ended by `,` or a closer
                 found = scalar_end(text, pos, end)
                 q = found.start() if found else end
                 word = text[pos:q]
                 if word.isdigit() and len(word) <= 600 and word.isascii() and text[q:q + 1] != "<":
-                    value, pos = int(word), q
+                    value = Scalar(int(word), word, pos - self.base) if self.lossless else int(word)
+                    pos = q
                 else:
                     value, pos = self.scalar(pos, end)
             else:
@@ -489,6 +549,15 @@ class _Abandon(Exception):
         self.diagnostics = list(diagnostics)
 
 
+def failure_code(diagnostics) -> str:
+    """The `ToolCallError.code` of a block the decoder could not read, from its findings."""
+    codes = {d.code for d in diagnostics if d.severity == "error"}
+    for code in ("too-deep", "internal"):
+        if code in codes:
+            return code
+    return "syntax"
+
+
 def decode_call(block: str, *, max_depth: int = 512) -> Decoded:
     """Decode one call block, leniently. Never raises.
 
@@ -507,12 +576,19 @@ def decode_call(block: str, *, max_depth: int = 512) -> Decoded:
     return Decoded(decoded.call, found + [rest], decoded.complete)
 
 
-def decode_calls(block: str, *, max_depth: int = 512) -> list:
+def decode_calls(block: str, *, max_depth: int = 512, lossless: bool = False, hints=None) -> list:
     """Decode a call block that may hold several calls, leniently. Never raises.
 
     Returns `(start, end, Decoded)` for each call: its part of the block, `block[start:end]`, and
     what it decodes to (diagnostics relative to `start`). The parts tile the block. A block with no
     call in it is one part whose `call` is None.
+
+    `lossless` (decoding against the declared tools): every scalar of the arguments is a
+    `gemma4_lark.schema.lexeme.Scalar` (value, text as written, position relative to `start`),
+    for the caller to type by the tool's schema. `hints` (with tools): a function of a call's
+    name giving an object with `keys` (the declared keys), `string_keys` (those whose schema
+    allows only a string) and `open` (other keys allowed), or None; an undelimited value of such a top-level key may then run to
+    the next declared key (`string-run`, docs/leniency.md).
     """
     try:
         lines = LineIndex(block)
@@ -520,7 +596,7 @@ def decode_calls(block: str, *, max_depth: int = 512) -> list:
         segments = []
         start = 0
         while True:
-            decoded, rest = _decode_call(block, max_depth, lines, start, end, first=not segments)
+            decoded, rest = _decode_call(block, max_depth, lines, start, end, not segments, lossless, hints)
             if rest is None:
                 segments.append((start, len(block), decoded))
                 return segments
@@ -542,9 +618,10 @@ def _body_end(text: str) -> int:
     return -1 - len(tail)  # not closed: encoded as a negative number (see _decode_call)
 
 
-def _decode_call(block: str, max_depth: int, lines: LineIndex, start: int, body_end: int, first: bool):
+def _decode_call(block: str, max_depth: int, lines: LineIndex, start: int, body_end: int, first: bool,
+                 lossless: bool = False, hints=None):
     """(Decoded, where a further call starts or None) for the call at block[start:]."""
-    d = _Decoder(block, max_depth, lines, start)
+    d = _Decoder(block, max_depth, lines, start, lossless)
     text = block
     closed = body_end >= 0
     end = body_end if closed else -1 - body_end
@@ -575,6 +652,9 @@ def _decode_call(block: str, max_depth: int, lines: LineIndex, start: int, body_
             return Decoded(None, d.findings(), False), None
         if text[q] == "(":
             d.note("paren-call", "call written as NAME(key=value, ...)", q, end=q + 1)
+        found = hints(name) if hints is not None and text[q] == "{" else None
+        if found is not None and found.string_keys:
+            d.keys, d.string_keys, d.open_object = found.keys, found.string_keys, found.open
         arguments, after = d.container(q, end, text[q])
         rest = d.skip_ws(after, end)
         further = None
@@ -841,18 +921,19 @@ class ReferenceScanner:
         if block["size"] > self.max_block_chars:
             events.append(ToolCallError(block["id"], self._index(), raw,
                                         f"block exceeds {self.max_block_chars} characters ({block['size']}); raw holds the"
-                                        f" first {self.max_block_chars}", span))
+                                        f" first {self.max_block_chars}", span, code="too-large"))
             return
         if self.strict and not closed:
             events.append(ToolCallError(block["id"], self._index(), raw,
-                                        f"the block is not closed by {tokens.TOOL_CALL_CLOSE}", span))
+                                        f"the block is not closed by {tokens.TOOL_CALL_CLOSE}", span, code="unclosed"))
             return
         segments = decode_calls(raw, max_depth=self.max_depth)
         if segments[0][2].call is None and block["bare"]:
             events.append(Text(raw, span))
             return
         if self.strict and len(segments) > 1:  # several calls in one block: not in the grammar
-            events.append(ToolCallError(block["id"], self._index(), raw, "several calls in one block", span))
+            events.append(ToolCallError(block["id"], self._index(), raw, "several calls in one block", span,
+                                        code="syntax"))
             return
         for number, (begin, finish, decoded) in enumerate(segments):
             call_id = block["id"] if number == 0 else self.id_factory()
@@ -861,11 +942,12 @@ class ReferenceScanner:
             index = self._index()
             if decoded.call is None or self.strict and decoded.diagnostics:
                 message = decoded.diagnostics[0].message if decoded.diagnostics else "no call head"
-                events.append(ToolCallError(call_id, index, part, message, where))
+                events.append(ToolCallError(call_id, index, part, message, where, code=failure_code(decoded.diagnostics)))
                 continue
             if not closed and (at_end and not block["bare"] or not decoded.complete):
                 events.append(ToolCallError(call_id, index, part, "not closed, and possibly cut off", where,
-                                            decoded.call.name, decoded.call.arguments, decoded.diagnostics))
+                                            decoded.call.name, decoded.call.arguments, decoded.diagnostics,
+                                            code="unclosed"))
                 continue
             recovered = bool(decoded.diagnostics) or not closed or block["bare"]
             events.append(ToolCallEnd(call_id, index, decoded.call.name, decoded.call.arguments, part,

@@ -11,6 +11,7 @@ from . import tokens
 from .diagnostics import Diagnostic, LineIndex
 from .errors import GemmaSyntaxError
 from .parser import DEFAULT_MAX_DEPTH, parse_from
+from .schema.lexeme import LosslessCall
 
 _WHITESPACE = " \t\r\n"
 
@@ -34,14 +35,23 @@ def _kind(text: str) -> tuple[str, str]:
     return "model_output", tokens.TOOL_CALL_OPEN
 
 
-def validate(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> list[Diagnostic]:
+def validate(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH, tools=None) -> list[Diagnostic]:
     """Every problem found in `text`, in order; an empty list means valid.
 
-    Codes: `syntax` (error) and `duplicate-key` (warning: the last value wins). Raises nothing
-    for a str: problems in the text are reported, not raised; `TypeError` for anything else.
+    Codes: `syntax` (error) and `duplicate-key` (warning: the last value wins). With `tools` (the
+    request's tools, OpenAI-wrapped or bare function schemas), every call the grammar accepts is
+    also checked against them: `unknown-tool` (error, at the name), `schema` (error, a JSON pointer
+    in the message) and `coerced` (warning: a bare value the schema types otherwise than its
+    natural reading); docs/schema.md. Raises nothing for a str: problems in the text are reported,
+    not raised; `TypeError` for anything else, and for malformed `tools` what
+    `gemma4_lark.schema.registry.compile_tools` raises.
     """
     if not isinstance(text, str):
         raise TypeError(f"expected str, got {type(text).__name__}")
+    registry = None
+    if tools is not None:
+        from .schema.registry import compile_tools
+        registry = compile_tools(tools)
     start, resume_token = _kind(text)
     diagnostics: list[Diagnostic] = []
     # Each resumed parse reads the text in place from its offset and every position is looked up
@@ -51,8 +61,11 @@ def validate(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> list[Diagnosti
     while offset is not None:
         duplicates: list = []
         try:
-            parse_from(text, offset, start, max_depth=max_depth, duplicates=duplicates, lines=lines)
+            result = parse_from(text, offset, start, max_depth=max_depth, duplicates=duplicates, lines=lines,
+                                lossless=registry is not None)
             next_offset = None
+            if registry is not None:
+                diagnostics.extend(_check_calls(result, registry, lines))
         except GemmaSyntaxError as err:
             diagnostics.append(Diagnostic.from_error(err))
             resume = text.find(resume_token, err.pos + 1)
@@ -66,3 +79,25 @@ def validate(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> list[Diagnosti
         offset = next_offset
     diagnostics.sort(key=lambda d: d.pos)
     return diagnostics
+
+
+def _calls(result) -> list:
+    """The calls in a parse result built losslessly: a model output's, or a transcript's turns'."""
+    parts = list(getattr(result, "parts", ()))
+    for turn in getattr(result, "turns", ()):
+        parts.extend(turn.parts)
+    return [part for part in parts if isinstance(part, LosslessCall)]
+
+
+def _check_calls(result, registry, lines: LineIndex) -> list[Diagnostic]:
+    found: list[Diagnostic] = []
+    for call in _calls(result):
+        schema = registry.get(call.name)
+        if schema is None:
+            line, column = lines.line_and_column(call.pos)
+            found.append(Diagnostic("error", "unknown-tool", f"`{call.name[:80]}` is not one of the declared tools",
+                                    line, column, call.pos, call.pos + len(call.name)))
+            continue
+        _, coerced, violations = schema.check(call.arguments, lines, call.pos)
+        found += coerced + violations
+    return found

@@ -23,6 +23,7 @@ from .model import (
     AwaitingResponse, Media, ModelOutput, StopMarker, Text, ThinkSwitch, Thought, ThoughtPrefill, ToolCall,
     ToolDeclaration, ToolResponse, Transcript, Turn,
 )
+from .schema.lexeme import LosslessCall, Scalar
 from .tokens import STRING_DELIMITER
 
 _DELIMITER_LENGTH = len(STRING_DELIMITER)
@@ -241,3 +242,39 @@ class Build:
     def transcript(self, *items):
         bos = bool(items) and isinstance(items[0], str)
         return Transcript(list(items[1:] if bos else items), bos)
+
+
+class LosslessBuild(Build):
+    """`Build` for decoding against the declared tools: every scalar becomes a `Scalar` holding its
+    value, the text it was read from (for a bare one) and its position, and a call block a
+    `LosslessCall`, so typing by a schema can read `02134` as the string it was written as. Used
+    only through `parser.parse_lossless`; nothing it builds reaches a user untyped."""
+
+    def INTEGER(self, text: str, pos: int) -> str:
+        return Located(super().INTEGER(text, pos), pos)
+
+    TRUE = FALSE = NULL = NULL_PYTHON = NULL_OMP = BARE_WORD = NAME = Located
+
+    def string(self, token):
+        return Scalar(_unquote(token), None, token.pos)
+
+    def integer(self, token):
+        return Scalar(decode_integer(token), str(token), token.pos)
+
+    def float(self, token):
+        return Scalar(super().float(token), str(token), token.pos)
+
+    def true(self, token):
+        return Scalar(True, str(token), token.pos)
+
+    def false(self, token):
+        return Scalar(False, str(token), token.pos)
+
+    def null(self, token):
+        return Scalar(None, str(token), token.pos)
+
+    def bare_word(self, token):
+        return Scalar(str(token), str(token), token.pos)
+
+    def call_block(self, _open, _keyword, name, arguments, _close):
+        return LosslessCall(str(name), arguments, name.pos)

@@ -41,8 +41,8 @@ __all__ = ["OpenAIStream", "to_openai_message", "tool_call_error_entry"]
 def tool_call_error_entry(error: ToolCallError, position: int) -> dict[str, Any]:
     """The `tool_call_errors` entry of a failed block; `position` is its place among the failed
     blocks of the output (the streamed list merges entries by this `index`). Raises nothing."""
-    return {"index": position, "id": error.id, "error": error.error, "raw": error.raw, "name": error.name,
-            "partial": error.partial}
+    return {"index": position, "id": error.id, "error": error.error, "code": error.code, "raw": error.raw,
+            "name": error.name, "partial": error.partial}
 
 
 def to_openai_message(parsed: ParsedOutput) -> dict[str, Any]:

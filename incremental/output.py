@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
+from gemma4_lark.diagnostics import Diagnostic
 from gemma4_lark.events import Event, Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError
 from .parser import StreamParser
 
@@ -23,8 +25,9 @@ def parse_stream(chunks: Iterable[str], **options: Any) -> Iterator[Event]:
 
 @dataclass(frozen=True)
 class ParsedOutput:
-    """A whole model output: its text, its thoughts, its calls, the blocks that failed, and the
-    first stop marker (or None)."""
+    """A whole model output: its text, its thoughts, its calls, the blocks that failed, the
+    first stop marker (or None), and `diagnostics`: findings about the output as a whole (today:
+    `missing-call` when `tool_choice` requires a call and none was made; docs/schema.md)."""
 
     text: str
     thinking: list[str] = field(default_factory=list)
@@ -32,6 +35,7 @@ class ParsedOutput:
     errors: list[ToolCallError] = field(default_factory=list)
     stop: str | None = None
     events: list[Event] = field(default_factory=list, repr=False)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
 
     def to_openai(self) -> dict:
         """The output as an OpenAI chat-completions assistant message: the same as
@@ -82,6 +86,14 @@ def merge_deltas(events: Iterable[Event]) -> list[Event]:
 
 
 def parse_output(text: str, **options: Any) -> ParsedOutput:
-    """Parse a complete model output. Raises `TypeError` when `text` is not a str (or for an
-    unknown option); problems in the text are in the result's `errors` and calls' diagnostics."""
-    return collect(parse_stream([text], **options))
+    """Parse a complete model output. `options` are StreamParser's (`tools`, `tool_choice`,
+    `strict`, ...). Raises `TypeError` when `text` is not a str (or for an unknown option), and what
+    StreamParser raises for malformed `tools`; problems in the text are in the result's `errors`,
+    calls' diagnostics and `diagnostics`."""
+    parser = StreamParser(**options)
+    events = parser.feed(text)
+    events += parser.flush()
+    parsed = collect(events)
+    if parser.diagnostics:
+        parsed = dataclasses.replace(parsed, diagnostics=list(parser.diagnostics))
+    return parsed

@@ -20,12 +20,17 @@ from __future__ import annotations
 import functools
 import re
 import secrets
+from typing import Any, Sequence
 
 import gemma4_lark
 from gemma4_lark import tokens
-from gemma4_lark.diagnostics import Diagnostic
+from gemma4_lark.diagnostics import Diagnostic, LineIndex
 from gemma4_lark.errors import GemmaSyntaxError
-from gemma4_lark.reference import decode_calls
+from gemma4_lark.parser import parse_lossless_call
+from gemma4_lark.reference import decode_calls, failure_code
+from gemma4_lark.schema.lexeme import plain
+from gemma4_lark.schema.registry import ToolRegistry, compile_tools
+from gemma4_lark.tools import read_tool_choice
 from gemma4_lark.grammar import terminal_pattern
 from gemma4_lark.model import ThoughtPrefill
 
@@ -92,11 +97,23 @@ class StreamParser:
     Options: `parse_thinking` (read the thought channel; off: its markup stays in the text),
     `start_in_thinking` (the prompt ended inside `<|channel>thought\\n`), `strict` (a block the
     grammar rejects is an error, never recovered), `id_factory` (a callable minting call ids),
-    `max_block_chars` and `max_depth` (bounds on one call block).
+    `max_block_chars` and `max_depth` (bounds on one call block), `tools` (the request's tools,
+    OpenAI-wrapped or bare function schemas: calls are decoded against them) and `tool_choice`
+    ("none", "auto", "required" or a function); docs/schema.md says what these two change.
+    Whole-output findings (`tool_choice` "required" and no call) are in `diagnostics` after
+    `flush()`.
+
+    Raises `ShapeError` for malformed `tools` or `tool_choice`, `ImportError` when `tools` are
+    given and the `schema` extra is not installed.
     """
 
     def __init__(self, *, parse_thinking: bool = True, start_in_thinking: bool = False, strict: bool = False,
-                 id_factory=None, max_block_chars: int = 4 * 1024 * 1024, max_depth: int = 512):
+                 id_factory=None, max_block_chars: int = 4 * 1024 * 1024, max_depth: int = 512,
+                 tools: Sequence[Any] | ToolRegistry | None = None, tool_choice: Any = None):
+        self._registry = compile_tools(tools)
+        self._choice = read_tool_choice(tool_choice, self._registry.tools if self._registry is not None else ())
+        self.diagnostics: list[Diagnostic] = []  # whole-output findings, complete after flush()
+        self._calls_made = 0    # tool_call_end events so far
         self.parse_thinking = parse_thinking
         self.strict = strict
         self.max_block_chars = max_block_chars
@@ -204,7 +221,29 @@ class StreamParser:
             self._end_thinking(events, self._pos, self._pos)
         elif self._state in (_CALL, _STRING, _BARE_STRING):
             self._end_block(events, self._pos, closed=False, at_end=True)
+        self._check_output()
         return events
+
+    def _check_output(self) -> None:
+        """The whole-output check of `tool_choice`: "required" (or a named function) and no call.
+        Its finding is about no place in the text: `pos` is the stream's end, line and column 0."""
+        mode = self._choice.mode
+        if mode in ("required", "function") and not self._calls_made:
+            what = "a call" if mode == "required" else f"a call of `{self._choice.name}`"
+            self.diagnostics.append(Diagnostic(
+                "error", "missing-call", f"tool_choice requires {what}, and the output makes none", 0, 0, self._pos))
+
+    def _refusal(self, name: str):
+        """(code, message) when a call of `name` may not be made: undeclared, or not what
+        `tool_choice` allows; else None."""
+        if self._registry is not None and name not in self._registry:
+            return "unknown-tool", f"`{name[:80]}` is not one of the declared tools"
+        mode = self._choice.mode
+        if mode == "none":
+            return "tool-choice", "tool_choice is \"none\": no call may be made"
+        if mode == "function" and name != self._choice.name:
+            return "tool-choice", f"tool_choice names `{self._choice.name}`: `{name[:80]}` may not be called"
+        return None
 
     # --- scanning -------------------------------------------------------------------------------
     @staticmethod
@@ -464,6 +503,8 @@ class StreamParser:
         name = words[len(tokens.CALL_KEYWORD):].strip(" \t\r\n")
         if not terminal_pattern("NAME").fullmatch(name):
             return
+        if self._refusal(name) is not None:
+            return  # decided at the head: a call that may not be made is never started
         self._head_end = start + (brace - offset) + 1
         events.append(ToolCallStart(self._block_id, self._call_count, name, (self._block_start, self._head_end)))
 
@@ -483,16 +524,18 @@ class StreamParser:
             events.append(ToolCallError(
                 self._block_id, self._next_index(), raw,
                 f"block exceeds {self.max_block_chars} characters ({self._block_size}); raw holds the first"
-                f" {self.max_block_chars}", span))
+                f" {self.max_block_chars}", span, code="too-large"))
             return
         try:
             decoded = self._decode(raw, closed, at_end, bare, span)
         except Exception as exc:  # noqa: BLE001 - a decoder's bug must not lose the stream
             decoded = [ToolCallError(self._block_id, self._call_count, raw,
-                                     f"the block could not be decoded ({type(exc).__name__}: {str(exc)[:200]})", span)]
+                                     f"the block could not be decoded ({type(exc).__name__}: {str(exc)[:200]})", span,
+                                     code="internal")]
         for event in decoded:
             if isinstance(event, (ToolCallEnd, ToolCallError)):
                 self._call_count += 1
+                self._calls_made += type(event) is ToolCallEnd
         events.extend(decoded)
 
     def _next_index(self) -> int:
@@ -506,24 +549,30 @@ class StreamParser:
 
         A block not closed by `<tool_call|>` is never a plain success: at the end of the stream it
         is an error (it may have been cut off), and before a marker that ended it, a recovered call
-        only when its arguments are complete (lenient), else an error."""
+        only when its arguments are complete (lenient), else an error. With `tools`, each decoded
+        call is then checked against them (`_finish`)."""
         index = self._call_count
+        lossless = self._registry is not None
         syntax = None
         if closed and not bare:
             try:
-                call = gemma4_lark.parse_call(raw, max_depth=self.max_depth)
+                if lossless:
+                    call = parse_lossless_call(raw, max_depth=self.max_depth)
+                else:
+                    call = gemma4_lark.parse_call(raw, max_depth=self.max_depth)
             except GemmaSyntaxError as err:
                 message = str(err).split("\n", 1)[0]
                 if self.strict or err.code == "too-deep":
-                    return [ToolCallError(self._block_id, index, raw, message, span)]
+                    return [ToolCallError(self._block_id, index, raw, message, span, code=err.code)]
                 syntax = Diagnostic("error", "syntax", err.message, err.line, err.column, err.pos)
             else:
                 warnings = []
                 if "<escape>" in raw:  # valid, but FunctionGemma's delimiter: say so
                     _, _, read = decode_calls(raw, max_depth=self.max_depth)[0]
                     warnings = [d for d in read.diagnostics if d.code == "functiongemma-escape"]
-                return [ToolCallEnd(self._block_id, index, call.name, call.arguments, raw, warnings, False, span)]
-        segments = decode_calls(raw, max_depth=self.max_depth)
+                return [self._finish(self._block_id, index, call.name, call.arguments, raw, warnings, False, span)]
+        segments = decode_calls(raw, max_depth=self.max_depth, lossless=lossless,
+                                hints=self._registry.hints if lossless else None)
         if bare and segments[0][2].call is None:
             return [Text(raw, (self._block_start, span[1]))]  # the bare guess was prose after all
         if self.strict:
@@ -532,8 +581,8 @@ class StreamParser:
             problem = f"the block is not closed by {tokens.TOOL_CALL_CLOSE}"
             call = segments[0][2].call if len(segments) == 1 else None
             return [ToolCallError(self._block_id, index, raw, problem, span, call.name if call else None,
-                                  call.arguments if call else None,
-                                  segments[0][2].diagnostics if len(segments) == 1 else [])]
+                                  plain(call.arguments) if call else None,
+                                  segments[0][2].diagnostics if len(segments) == 1 else [], code="unclosed")]
         out = []
         base = self._block_start
         for number, (begin, finish, decoded) in enumerate(segments):
@@ -545,17 +594,40 @@ class StreamParser:
             if decoded.call is None:
                 errors = [d.message for d in decoded.diagnostics if d.severity == "error"]
                 problem = syntax.message if syntax else (errors[0] if errors else f"no `{tokens.CALL_KEYWORD}NAME` head")
+                code = failure_code(decoded.diagnostics)
             elif not closed:  # every call of the block, not only its last: they share its fate
+                code = "unclosed"
                 if at_end and not bare:
                     problem = (f"the block is not closed by {tokens.TOOL_CALL_CLOSE} when the stream ends: it may"
                                " be cut off")
                 elif not decoded.complete:
                     problem = f"the block is not closed by {tokens.TOOL_CALL_CLOSE}, and its arguments are cut off"
             if problem is None:
-                out.append(ToolCallEnd(call_id, index + number, decoded.call.name, decoded.call.arguments, part,
-                                       diagnostics, True, where))
+                out.append(self._finish(call_id, index + number, decoded.call.name, decoded.call.arguments, part,
+                                        diagnostics, True, where))
             else:
                 call = decoded.call
                 out.append(ToolCallError(call_id, index + number, part, problem, where,
-                                         call.name if call else None, call.arguments if call else None, diagnostics))
+                                         call.name if call else None, plain(call.arguments) if call else None,
+                                         diagnostics, code))
         return out
+
+    def _finish(self, call_id: str, index: int, name: str, arguments, raw: str, diagnostics: list,
+                recovered: bool, span: tuple) -> Event:
+        """A decoded call as its event: a tool_call_end, or a tool_call_error when it may not be made
+        (`unknown-tool`, `tool-choice`) or, strict, its arguments violate the tool's schema.
+        `arguments` are lossless (scalars as `Scalar`s) when tools are given; positions are
+        offsets into `raw`."""
+        refusal = self._refusal(name)
+        if refusal is not None:
+            code, message = refusal
+            return ToolCallError(call_id, index, raw, message, span, name, plain(arguments), diagnostics, code)
+        if self._registry is None:
+            return ToolCallEnd(call_id, index, name, arguments, raw, diagnostics, recovered, span)
+        brace = raw.find("{")
+        typed, coerced, violations = self._registry.get(name).check(arguments, LineIndex(raw), max(brace, 0))
+        if coerced or violations:
+            diagnostics = sorted(diagnostics + coerced + violations, key=lambda d: d.pos)
+        if violations and self.strict:
+            return ToolCallError(call_id, index, raw, violations[0].message, span, name, typed, diagnostics, "schema")
+        return ToolCallEnd(call_id, index, name, typed, raw, diagnostics, recovered, span)

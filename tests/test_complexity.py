@@ -118,3 +118,56 @@ def test_render_time_grows_linearly(name):
         size *= 2
     ratio = _cpu_time(render, shape(size * GROWTH)) / max(small_time, 1e-4)
     assert ratio < MAX_RATIO, f"{name}: {GROWTH}x {size} took {ratio:.1f}x the time"
+
+
+# --- decoding against the declared tools: typing and validation are linear in the arguments -----
+def _typed_shapes():
+    from gemma4_incremental import parse_output
+
+    import gemma4_lark as g
+
+    def members(n):  # n string members, each written as a bare integer: n coercions
+        return {"type": "object", "properties": {f"k{i}": {"type": "string"} for i in range(n)}}, \
+            "{" + ",".join(f"k{i}:0{i}" for i in range(n)) + "}"
+
+    def items(n):  # one array of n string items written bare, and n objects under a union
+        schema = {"type": "object", "properties": {
+            "ids": {"type": "array", "items": {"type": "string"}},
+            "objs": {"type": "array", "items": {"anyOf": [{"type": "object", "properties": {"a": {"type": "integer"}}},
+                                                          {"type": "object", "properties": {"a": {"type": "string"}}}]}}}}
+        return schema, "{ids:[" + ",".join(str(i) for i in range(n)) + "],objs:[" + ",".join("{a:x}" for _ in range(n)) + "]}"
+
+    def run_parse(case):
+        schema, body = case
+        parse_output(f"<|tool_call>call:t{body}<tool_call|>", tools=[{"name": "t", "parameters": schema}])
+
+    def run_lenient(case):  # not closed: the lenient decoder's lossless path
+        schema, body = case
+        parse_output(f"<|tool_call>call:t{body}<turn|>", tools=[{"name": "t", "parameters": schema}])
+
+    def run_validate(case):
+        schema, body = case
+        g.validate(f"<|tool_call>call:t{body}<tool_call|>", tools=[{"name": "t", "parameters": schema}])
+
+    return {"members": members, "items": items}, {"parse_output": run_parse, "lenient": run_lenient,
+                                                  "validate": run_validate}
+
+
+@pytest.mark.parametrize("shape", ["members", "items"])
+@pytest.mark.parametrize("entry", ["parse_output", "lenient", "validate"])
+def test_typing_and_validation_grow_linearly(shape, entry):
+    shapes, entries = _typed_shapes()
+    make, run = shapes[shape], entries[entry]
+    size = 1000
+    run(make(size))  # warm up (and the schema of each size is compiled once, below, before timing)
+    while True:
+        small = make(size)
+        run(small)
+        small_time = _cpu_time(run, small)
+        if small_time >= 0.03 or size >= 64_000:  # long enough that a quadratic term shows
+            break
+        size *= 2
+    large = make(size * GROWTH)
+    run(large)
+    ratio = _cpu_time(run, large) / max(small_time, 1e-4)
+    assert ratio < MAX_RATIO, f"{entry} on {shape}: {GROWTH}x {size} took {ratio:.1f}x the time"
