@@ -30,7 +30,7 @@ from gemma4_lark.grammar import terminal_pattern
 from gemma4_lark.model import ThoughtPrefill
 
 from gemma4_lark.events import (
-    Event, Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
+    Event, Stop, StrayMarkup, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
 )
 
 # States. _STRING is inside a `<|"|>` string of a call block, where only the delimiter counts;
@@ -38,6 +38,11 @@ from gemma4_lark.events import (
 _TEXT, _THINKING, _CALL, _STRING, _BARE_STRING = "text", "thinking", "call", "string", "bare-string"
 
 _THOUGHT_OPENERS = (tokens.THOUGHT_OPEN, tokens.THOUGHT_OPEN[:-1])  # the newline is optional
+# With the unlabelled `<|channel>`: what opens a channel (not strict, an unlabelled one is a thought).
+_CHANNEL_OPENERS = _THOUGHT_OPENERS + (tokens.CHANNEL_OPEN,)
+# The channel's label, when it comes after the closer of an unlabelled channel (a thinking budget
+# closed the channel before the model wrote it); the newline is required here, as it is prose too.
+_LATE_LABEL = tokens.THOUGHT_OPEN[len(tokens.CHANNEL_OPEN):]
 _STOPS = (tokens.TOOL_RESPONSE_OPEN, tokens.TURN_CLOSE, tokens.EOS)
 # Inside a call block, outside its strings: what ends the block. Only the first closes it properly;
 # the others end an unclosed block (and are then handled as they would be in text).
@@ -64,14 +69,29 @@ def _by_length(markers):
     return tuple(sorted(markers, key=len, reverse=True))
 
 
-@functools.lru_cache(maxsize=2)
-def _scan_table(parse_thinking: bool) -> dict:
+@functools.lru_cache(maxsize=4)
+def _scan_table(parse_thinking: bool, strict: bool = False) -> dict:
     """Per state: the markers by the character that follows their `<` (any other `<` is skipped
     at once), every proper prefix of a marker (what may be held back), and the longest marker's
-    length. Built once per setting, not per parser: a server makes a parser per response."""
+    length. Built once per setting, not per parser: a server makes a parser per response.
+
+    Not strict, the stray markup is found too (docs/leniency.md#stray-markup): in text a closer
+    with nothing open, `<channel|>` or `<tool_call|>`, and a channel opener without its label; in
+    a thought, any channel opener. The longest marker is still a thought opener, so the hold-back
+    stays as short as it was."""
+    lenient = not strict
+    text_markers = (tokens.TOOL_CALL_OPEN,) + _STOPS
+    thinking_markers = (tokens.CHANNEL_CLOSE, tokens.TOOL_CALL_OPEN) + _STOPS
+    if parse_thinking:
+        text_markers += _THOUGHT_OPENERS
+    if lenient:
+        text_markers += (tokens.TOOL_CALL_CLOSE,)
+        thinking_markers += _CHANNEL_OPENERS
+        if parse_thinking:
+            text_markers += (tokens.CHANNEL_OPEN, tokens.CHANNEL_CLOSE)
     markers_of = {
-        _TEXT: _by_length((tokens.TOOL_CALL_OPEN,) + _STOPS + (_THOUGHT_OPENERS if parse_thinking else ())),
-        _THINKING: _by_length((tokens.CHANNEL_CLOSE, tokens.TOOL_CALL_OPEN) + _STOPS),
+        _TEXT: _by_length(text_markers),
+        _THINKING: _by_length(thinking_markers),
         _CALL: _by_length(_CALL_ENDS + (tokens.STRING_DELIMITER,)),
         _STRING: (tokens.STRING_DELIMITER,),
         _BARE_STRING: _by_length((tokens.STRING_DELIMITER, tokens.TOOL_CALL_OPEN)),
@@ -102,7 +122,7 @@ class StreamParser:
         self.max_block_chars = max_block_chars
         self.max_depth = max_depth
         self._new_id = id_factory or default_id_factory
-        self._scan_table = _scan_table(parse_thinking)
+        self._scan_table = _scan_table(parse_thinking, strict)
         self._state = _TEXT
         self._pending = ""      # held back: could still become a marker
         self._pos = 0           # stream offset of the start of `_pending`
@@ -124,6 +144,11 @@ class StreamParser:
         self._head = ""         # the block's first _MAX_HEAD characters, until its head is decided
         self._head_end = -1     # stream offset just after `call:NAME{`, once seen
         self._oversized = False
+        # Stray markup (not strict): an unlabelled `<|channel>` opened the thought, and once its
+        # `<channel|>` comes, a `thought\n` label right after it is markup too (the label the model
+        # meant to write first). Set only with `_armed`, so the fast path of feed() never skips it.
+        self._unlabelled = False
+        self._label_due = False
         if start_in_thinking and parse_thinking:
             self._state = _THINKING
             self._start_events = [ThinkingStart((0, 0))]
@@ -225,6 +250,18 @@ class StreamParser:
         last = n - 1
         find = data.find
         while i < n:
+            if self._label_due:
+                label = _LATE_LABEL
+                if data.startswith(label, i):
+                    events.append(StrayMarkup(label, (base + i, base + i + len(label))))
+                    i += len(label)
+                    self._label_due = False
+                    continue
+                if not final and label.startswith(data[i:]):  # could still become the label
+                    self._pending = data[i:]
+                    self._pos = base + i
+                    return
+                self._label_due = False
             if self._armed and self._state is _TEXT:
                 k = i
                 while k < n and data[k] in " \t\r\n":
@@ -385,10 +422,19 @@ class StreamParser:
             events.append(Stop(marker, (start, end)))
             return j + len(marker)
         if marker == tokens.CHANNEL_CLOSE:
-            self._end_thinking(events, start, end)
-            self._armed = not self.strict
+            if state is _THINKING:
+                self._end_thinking(events, start, end)
+                self._label_due, self._unlabelled = self._unlabelled, False
+            else:  # nothing open to close (the strict table has no closer in text)
+                events.append(StrayMarkup(marker, (start, end)))
+            self._armed = not self.strict  # either way the model takes itself to be after a thought
             return j + len(marker)
-        # a thought opener, in text
+        if marker == tokens.TOOL_CALL_CLOSE or state is _THINKING:
+            # not strict: a `<tool_call|>` with no block open, or a channel opener inside a thought
+            events.append(StrayMarkup(marker, (start, end)))
+            return j + len(marker)
+        # a channel opener, in text (an unlabelled `<|channel>` only when not strict)
+        self._unlabelled = marker == tokens.CHANNEL_OPEN
         events.append(ThinkingStart((start, end)))
         self._state = _THINKING
         return j + len(marker)
