@@ -47,6 +47,8 @@ _STOPS = (tokens.TOOL_RESPONSE_OPEN, tokens.TURN_CLOSE, tokens.EOS)
 # Inside a call block, outside its strings: what ends the block. Only the first closes it properly;
 # the others end an unclosed block (and are then handled as they would be in text).
 _CALL_ENDS = (tokens.TOOL_CALL_CLOSE, tokens.TURN_CLOSE, tokens.EOS, tokens.TOOL_CALL_OPEN, tokens.TOOL_RESPONSE_OPEN)
+# What a string follows in a block (whitespace aside): where a key or a value begins.
+_VALUE_STARTS = frozenset("{[,:(=")
 # How far into a block to look for the `{` that completes `call:NAME{`.
 _MAX_HEAD = 256
 # After this many small pieces, the open block's pieces are joined into one: amortized linear, and
@@ -224,6 +226,8 @@ class StreamParser:
         events = self._start_events
         self._start_events = []
         self._scan(self._pending, events, final=True)
+        if self._state is _STRING and not self.strict:
+            self._end_at_closer_in_open_string(events)
         self._finished = True
         if self._state == _THINKING:
             self._end_thinking(events, self._pos, self._pos)
@@ -397,7 +401,9 @@ class StreamParser:
             return j
         if state is _CALL:
             if marker == tokens.STRING_DELIMITER:
-                self._state = _BARE_STRING if self._bare else _STRING
+                if self._opens_string():
+                    self._state = _BARE_STRING if self._bare else _STRING
+                    self._string_start = start
                 self._add_to_block(marker, start, events)
                 return j + len(marker) if self._state is not _TEXT else self._restart - base
             if marker == tokens.TOOL_CALL_CLOSE:
@@ -438,6 +444,43 @@ class StreamParser:
         events.append(ThinkingStart((start, end)))
         self._state = _THINKING
         return j + len(marker)
+
+    def _end_at_closer_in_open_string(self, events: list) -> None:
+        """At the end of the stream, inside a string never closed (`{command:<|"|>ls}<tool_call|>`
+        and nothing after): the grammar would make the rest of the stream string text, but the model
+        ended its block at the first `<tool_call|>` after the string's delimiter. The block ends
+        there, closed (the lenient decoder then reads the `unterminated-string`), and what follows
+        it is read again, as text. That text holds no `<|"|>` (else the string would have closed),
+        so it is read once more at most."""
+        if self._oversized:
+            return
+        raw = "".join(self._block)
+        at = raw.find(tokens.TOOL_CALL_CLOSE, self._string_start - self._block_start)
+        if at < 0:
+            return
+        end = at + len(tokens.TOOL_CALL_CLOSE)
+        self._block = [raw[:end]]
+        self._small = 0
+        self._block_size = end
+        self._end_block(events, self._block_start + end, closed=True)
+        self._pos = self._block_start + end
+        self._scan(raw[end:], events, final=True)
+
+    def _opens_string(self) -> bool:
+        """Whether the `<|"|>` about to join the open block opens a string. In the grammar a string
+        begins only where a key or a value does: after `{`, `[`, `,` or `:` (and, in the lenient
+        decoder's Python-style shell, `(` or `=`), whitespace aside. Not strict, a delimiter
+        anywhere else, typically right after an undelimited value (`city:Tokyo<|"|>}`), is stray
+        markup: it opens nothing, so it cannot hide the `<tool_call|>` after it, and the lenient
+        decoder skips it (`stray-delimiter`). Strict, every delimiter counts, as before. Reads
+        back over whitespace only: each run of it at most once (a delimiter follows it)."""
+        if self.strict or self._oversized:
+            return True
+        for piece in reversed(self._block):
+            stripped = piece.rstrip(" \t\r\n")
+            if stripped:
+                return stripped[-1] in _VALUE_STARTS
+        return True
 
     # --- thinking -------------------------------------------------------------------------------
     def _end_thinking(self, events: list, start: int, end: int) -> None:

@@ -48,6 +48,8 @@ def _matches(observed, expected, by_value):
         got = observed[key]
         if key in ("content", "thinking"):
             want = want.strip()
+        if key == "calls" and len(got) == len(want):  # a peer's test may check only a call's name
+            got = [{k: call[k] for k in expected_call} for call, expected_call in zip(got, want)]
         if by_value:
             got, want = numbers_by_value(got), numbers_by_value(want)
         if not same(got, want):

@@ -157,11 +157,50 @@ def test_markup_inside_a_call_block_is_the_blocks():
     assert call.arguments == {"a": "x<channel|>y"}
 
 
+# --- a stray string delimiter hides no closer ------------------------------------------------------
+# (id, output, the calls as (name, arguments), content)
+DELIMITER_CASES = [
+    ("after-an-undelimited-value", "<|tool_call>call:search{query:weather in Tokyo" + D + "}<tool_call|>Done.",
+     [("search", {"query": "weather in Tokyo"})], "Done."),
+    ("in-a-nested-object", "<|tool_call>call:s{filters:{city:Tokyo" + D + "},query:" + D + "x" + D + "}<tool_call|>",
+     [("s", {"filters": {"city": "Tokyo"}, "query": "x"})], ""),
+    ("in-a-list", "<|tool_call>call:s{q:[" + D + "a" + D + ",b" + D + "]}<tool_call|>", [("s", {"q": ["a", "b"]})], ""),
+    ("after-a-single-quoted-value", "<|tool_call>call:grep{pattern:'abc'" + D + "}<tool_call|>", [("grep", {"pattern": "abc"})], ""),
+    ("unterminated-string-then-closer", "<|tool_call>call:bash{command:" + D + "ls}<tool_call|>Done. " + CALL,
+     [("bash", {"command": "ls"}), ("f", {"a": 1})], "Done. "),
+    ("spaces-before-a-real-string", "<|tool_call>call:s{a: \n " + D + "x" + D + "}<tool_call|>", [("s", {"a": "x"})], ""),
+    ("closer-inside-a-closed-string", "<|tool_call>call:s{a:" + D + "x<tool_call|>y" + D + "}<tool_call|>",
+     [("s", {"a": "x<tool_call|>y"})], ""),
+    ("interior-delimiters", "<|tool_call>call:run{code:" + D + "sql(" + D * 3 + " SELECT " + D * 3 + ")" + D + "}<tool_call|>",
+     [("run", {"code": 'sql(""" SELECT """)'})], ""),
+]
+
+
+@pytest.mark.parametrize("name, text, calls, content", DELIMITER_CASES, ids=[c[0] for c in DELIMITER_CASES])
+def test_a_stray_string_delimiter_hides_no_closer(name, text, calls, content):
+    whole = run([text])
+    for chunks in _chunkings(text):
+        events = run(chunks)
+        assert_tiles(events, text)
+        assert merged(events) == merged(whole), chunks
+    out = parse_output(text)
+    assert [(c.name, c.arguments) for c in out.calls] == calls and not out.errors
+    assert out.text == content
+
+
+def test_strict_mode_still_reads_every_delimiter():
+    # strict: the delimiter after `Tokyo` opens a string that runs to the end: the block is an error
+    text = "<|tool_call>call:search{query:weather in Tokyo" + D + "}<tool_call|>Done."
+    out = parse_output(text, strict=True)
+    assert not out.calls and [e.raw for e in out.errors] == [text] and out.text == ""
+
+
 # --- every chunking, random outputs rich in stray markup -----------------------------------------
 _pieces = st.sampled_from([
     "text ", "<channel|>", "<tool_call|>", "<|channel>", "<|channel>thought\n", "<|channel>thought", "thought\n",
     "thought", "<|channel>th", "<channel", "<tool_ca", CALL, "<|tool_call>call:g{b:" + D + "<channel|>" + D + "}",
-    "call:h{c:2}", "<turn|>", "\n", "<",
+    "call:h{c:2}", "<turn|>", "\n", "<", D, "{", ":", " ", "x", "}", "<|tool_call>call:s{q:a b" + D + "}<tool_call|>",
+    "<|tool_call>call:u{c:" + D + "ls}<tool_call|>",
 ])
 
 
@@ -201,6 +240,9 @@ _SHAPES = {
     "openers in a thought": lambda n: "<|channel>thought\n" + "<|channel>x" * n,
     "partial openers in a thought": lambda n: "<|channel>thought\n" + "<|channel>thoug" * n,
     "unlabelled channels": lambda n: "<|channel>x<channel|>thought\n" * n,
+    "stray delimiters": lambda n: "<|tool_call>call:f{a:x" + D * n + "}<tool_call|>",
+    "delimiters after spaces": lambda n: "<|tool_call>call:f{a:x" + ("   " + D) * n + "}<tool_call|>",
+    "text after an unterminated string": lambda n: "<|tool_call>call:f{a:" + D + "x}<tool_call|>" + "text " * n,
 }
 
 
@@ -217,10 +259,11 @@ def _cpu(text, size):
 
 
 @pytest.mark.parametrize("shape", sorted(_SHAPES))
-@pytest.mark.parametrize("size", [1, 4096])
+@pytest.mark.parametrize("size", [1, 16])
 def test_time_grows_linearly(shape, size):
+    # n grows until a run is long enough to time; 4n stays under the block limit (4 MiB)
     n = 2000
-    while _cpu(_SHAPES[shape](n), size) < 0.01 and n < 256_000:
+    while _cpu(_SHAPES[shape](n), size) < 0.01 and len(_SHAPES[shape](2 * n)) <= 1_000_000:
         n *= 2
     ratio = _cpu(_SHAPES[shape](4 * n), size) / max(_cpu(_SHAPES[shape](n), size), 1e-4)
     assert ratio < 8, f"{shape}, chunks of {size}: 4x the input took {ratio:.1f}x the time"
