@@ -176,6 +176,9 @@ DELIMITER_CASES = [
 ]
 
 
+VALID_DELIMITER_CASES = {"spaces-before-a-real-string", "closer-inside-a-closed-string"}  # in the grammar as they are
+
+
 @pytest.mark.parametrize("name, text, calls, content", DELIMITER_CASES, ids=[c[0] for c in DELIMITER_CASES])
 def test_a_stray_string_delimiter_hides_no_closer(name, text, calls, content):
     whole = run([text])
@@ -186,6 +189,12 @@ def test_a_stray_string_delimiter_hides_no_closer(name, text, calls, content):
     out = parse_output(text)
     assert [(c.name, c.arguments) for c in out.calls] == calls and not out.errors
     assert out.text == content
+
+
+@pytest.mark.parametrize("text", [c[1] for c in DELIMITER_CASES if c[0] not in VALID_DELIMITER_CASES])
+def test_the_whole_output_grammar_refuses_stray_delimiters(text):
+    with pytest.raises(gemma4_lark.GemmaSyntaxError):
+        gemma4_lark.parse_model_output(text)
 
 
 def test_strict_mode_still_reads_every_delimiter():
