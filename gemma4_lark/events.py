@@ -3,7 +3,8 @@
 Small frozen dataclasses, one class per event type, each with a `type` name and a `span`: the
 (start, end) character offsets of the stream that the event accounts for. The spans of all events
 of a stream tile it exactly: markup belongs to the event it delimits (`<|channel>thought\\n` to
-`thinking_start`, `<channel|>` to `thinking_end`, a whole call block to its call events).
+`thinking_start`, `<channel|>` to `thinking_end`, a whole call block to its call events, markup that
+means nothing where it stands to `stray_markup`).
 """
 
 from __future__ import annotations
@@ -202,4 +203,18 @@ class Stop(Event):
     span: tuple[int, int]
 
 
-EVENT_TYPES = (Text, ThinkingStart, ThinkingDelta, ThinkingEnd, ToolCallStart, ToolCallEnd, ToolCallError, Stop)
+@_fast_init
+@dataclass(frozen=True, slots=True)
+class StrayMarkup(Event):
+    """Markup that means nothing where it stands, kept out of the text and the thought (lenient
+    mode only; strict mode leaves it in the text or thought it stands in): a `<channel|>` or a
+    `<tool_call|>` with nothing open, a channel opener inside a thought. `markup` is what was
+    written; the span covers it (docs/leniency.md#stray-markup)."""
+
+    type: ClassVar[str] = "stray_markup"
+    markup: str
+    span: tuple[int, int]
+
+
+EVENT_TYPES = (Text, ThinkingStart, ThinkingDelta, ThinkingEnd, ToolCallStart, ToolCallEnd, ToolCallError, Stop,
+               StrayMarkup)

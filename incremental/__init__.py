@@ -5,12 +5,12 @@ thinking and tool-call events whose spans tile the stream. Sans-IO: no I/O happe
 """
 
 from gemma4_lark.events import (
-    Event, Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
+    Event, Stop, StrayMarkup, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
 )
 from .output import ParsedOutput, collect, parse_output, parse_stream
 from .parser import StreamParser, default_id_factory
 
 __all__ = [
-    "Event", "ParsedOutput", "Stop", "StreamParser", "Text", "ThinkingDelta", "ThinkingEnd", "ThinkingStart",
+    "Event", "ParsedOutput", "Stop", "StrayMarkup", "StreamParser", "Text", "ThinkingDelta", "ThinkingEnd", "ThinkingStart",
     "ToolCallEnd", "ToolCallError", "ToolCallStart", "collect", "default_id_factory", "parse_output", "parse_stream",
 ]

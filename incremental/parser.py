@@ -35,7 +35,7 @@ from gemma4_lark.grammar import terminal_pattern
 from gemma4_lark.model import ThoughtPrefill
 
 from gemma4_lark.events import (
-    Event, Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
+    Event, Stop, StrayMarkup, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
 )
 
 # States. _STRING is inside a `<|"|>` string of a call block, where only the delimiter counts;
@@ -43,10 +43,17 @@ from gemma4_lark.events import (
 _TEXT, _THINKING, _CALL, _STRING, _BARE_STRING = "text", "thinking", "call", "string", "bare-string"
 
 _THOUGHT_OPENERS = (tokens.THOUGHT_OPEN, tokens.THOUGHT_OPEN[:-1])  # the newline is optional
+# With the unlabelled `<|channel>`: what opens a channel (not strict, an unlabelled one is a thought).
+_CHANNEL_OPENERS = _THOUGHT_OPENERS + (tokens.CHANNEL_OPEN,)
+# The channel's label, when it comes after the closer of an unlabelled channel (a thinking budget
+# closed the channel before the model wrote it); the newline is required here, as it is prose too.
+_LATE_LABEL = tokens.THOUGHT_OPEN[len(tokens.CHANNEL_OPEN):]
 _STOPS = (tokens.TOOL_RESPONSE_OPEN, tokens.TURN_CLOSE, tokens.EOS)
 # Inside a call block, outside its strings: what ends the block. Only the first closes it properly;
 # the others end an unclosed block (and are then handled as they would be in text).
 _CALL_ENDS = (tokens.TOOL_CALL_CLOSE, tokens.TURN_CLOSE, tokens.EOS, tokens.TOOL_CALL_OPEN, tokens.TOOL_RESPONSE_OPEN)
+# What a string follows in a block (whitespace aside): where a key or a value begins.
+_VALUE_STARTS = frozenset("{[,:(=")
 # How far into a block to look for the `{` that completes `call:NAME{`.
 _MAX_HEAD = 256
 # After this many small pieces, the open block's pieces are joined into one: amortized linear, and
@@ -69,14 +76,29 @@ def _by_length(markers):
     return tuple(sorted(markers, key=len, reverse=True))
 
 
-@functools.lru_cache(maxsize=2)
-def _scan_table(parse_thinking: bool) -> dict:
+@functools.lru_cache(maxsize=4)
+def _scan_table(parse_thinking: bool, strict: bool = False) -> dict:
     """Per state: the markers by the character that follows their `<` (any other `<` is skipped
     at once), every proper prefix of a marker (what may be held back), and the longest marker's
-    length. Built once per setting, not per parser: a server makes a parser per response."""
+    length. Built once per setting, not per parser: a server makes a parser per response.
+
+    Not strict, the stray markup is found too (docs/leniency.md#stray-markup): in text a closer
+    with nothing open, `<channel|>` or `<tool_call|>`, and a channel opener without its label; in
+    a thought, any channel opener. The longest marker is still a thought opener, so the hold-back
+    stays as short as it was."""
+    lenient = not strict
+    text_markers = (tokens.TOOL_CALL_OPEN,) + _STOPS
+    thinking_markers = (tokens.CHANNEL_CLOSE, tokens.TOOL_CALL_OPEN) + _STOPS
+    if parse_thinking:
+        text_markers += _THOUGHT_OPENERS
+    if lenient:
+        text_markers += (tokens.TOOL_CALL_CLOSE,)
+        thinking_markers += _CHANNEL_OPENERS
+        if parse_thinking:
+            text_markers += (tokens.CHANNEL_OPEN, tokens.CHANNEL_CLOSE)
     markers_of = {
-        _TEXT: _by_length((tokens.TOOL_CALL_OPEN,) + _STOPS + (_THOUGHT_OPENERS if parse_thinking else ())),
-        _THINKING: _by_length((tokens.CHANNEL_CLOSE, tokens.TOOL_CALL_OPEN) + _STOPS),
+        _TEXT: _by_length(text_markers),
+        _THINKING: _by_length(thinking_markers),
         _CALL: _by_length(_CALL_ENDS + (tokens.STRING_DELIMITER,)),
         _STRING: (tokens.STRING_DELIMITER,),
         _BARE_STRING: _by_length((tokens.STRING_DELIMITER, tokens.TOOL_CALL_OPEN)),
@@ -119,7 +141,7 @@ class StreamParser:
         self.max_block_chars = max_block_chars
         self.max_depth = max_depth
         self._new_id = id_factory or default_id_factory
-        self._scan_table = _scan_table(parse_thinking)
+        self._scan_table = _scan_table(parse_thinking, strict)
         self._state = _TEXT
         self._pending = ""      # held back: could still become a marker
         self._pos = 0           # stream offset of the start of `_pending`
@@ -141,6 +163,11 @@ class StreamParser:
         self._head = ""         # the block's first _MAX_HEAD characters, until its head is decided
         self._head_end = -1     # stream offset just after `call:NAME{`, once seen
         self._oversized = False
+        # Stray markup (not strict): an unlabelled `<|channel>` opened the thought, and once its
+        # `<channel|>` comes, a `thought\n` label right after it is markup too (the label the model
+        # meant to write first). Set only with `_armed`, so the fast path of feed() never skips it.
+        self._unlabelled = False
+        self._label_due = False
         if start_in_thinking and parse_thinking:
             self._state = _THINKING
             self._start_events = [ThinkingStart((0, 0))]
@@ -216,6 +243,8 @@ class StreamParser:
         events = self._start_events
         self._start_events = []
         self._scan(self._pending, events, final=True)
+        if self._state is _STRING and not self.strict:
+            self._end_at_closer_in_open_string(events)
         self._finished = True
         if self._state == _THINKING:
             self._end_thinking(events, self._pos, self._pos)
@@ -264,6 +293,18 @@ class StreamParser:
         last = n - 1
         find = data.find
         while i < n:
+            if self._label_due:
+                label = _LATE_LABEL
+                if data.startswith(label, i):
+                    events.append(StrayMarkup(label, (base + i, base + i + len(label))))
+                    i += len(label)
+                    self._label_due = False
+                    continue
+                if not final and label.startswith(data[i:]):  # could still become the label
+                    self._pending = data[i:]
+                    self._pos = base + i
+                    return
+                self._label_due = False
             if self._armed and self._state is _TEXT:
                 k = i
                 while k < n and data[k] in " \t\r\n":
@@ -399,7 +440,9 @@ class StreamParser:
             return j
         if state is _CALL:
             if marker == tokens.STRING_DELIMITER:
-                self._state = _BARE_STRING if self._bare else _STRING
+                if self._opens_string():
+                    self._state = _BARE_STRING if self._bare else _STRING
+                    self._string_start = start
                 self._add_to_block(marker, start, events)
                 return j + len(marker) if self._state is not _TEXT else self._restart - base
             if marker == tokens.TOOL_CALL_CLOSE:
@@ -424,13 +467,59 @@ class StreamParser:
             events.append(Stop(marker, (start, end)))
             return j + len(marker)
         if marker == tokens.CHANNEL_CLOSE:
-            self._end_thinking(events, start, end)
-            self._armed = not self.strict
+            if state is _THINKING:
+                self._end_thinking(events, start, end)
+                self._label_due, self._unlabelled = self._unlabelled, False
+            else:  # nothing open to close (the strict table has no closer in text)
+                events.append(StrayMarkup(marker, (start, end)))
+            self._armed = not self.strict  # either way the model takes itself to be after a thought
             return j + len(marker)
-        # a thought opener, in text
+        if marker == tokens.TOOL_CALL_CLOSE or state is _THINKING:
+            # not strict: a `<tool_call|>` with no block open, or a channel opener inside a thought
+            events.append(StrayMarkup(marker, (start, end)))
+            return j + len(marker)
+        # a channel opener, in text (an unlabelled `<|channel>` only when not strict)
+        self._unlabelled = marker == tokens.CHANNEL_OPEN
         events.append(ThinkingStart((start, end)))
         self._state = _THINKING
         return j + len(marker)
+
+    def _end_at_closer_in_open_string(self, events: list) -> None:
+        """At the end of the stream, inside a string never closed (`{command:<|"|>ls}<tool_call|>`
+        and nothing after): the grammar would make the rest of the stream string text, but the model
+        ended its block at the first `<tool_call|>` after the string's delimiter. The block ends
+        there, closed (the lenient decoder then reads the `unterminated-string`), and what follows
+        it is read again, as text. That text holds no `<|"|>` (else the string would have closed),
+        so it is read once more at most."""
+        if self._oversized:
+            return
+        raw = "".join(self._block)
+        at = raw.find(tokens.TOOL_CALL_CLOSE, self._string_start - self._block_start)
+        if at < 0:
+            return
+        end = at + len(tokens.TOOL_CALL_CLOSE)
+        self._block = [raw[:end]]
+        self._small = 0
+        self._block_size = end
+        self._end_block(events, self._block_start + end, closed=True)
+        self._pos = self._block_start + end
+        self._scan(raw[end:], events, final=True)
+
+    def _opens_string(self) -> bool:
+        """Whether the `<|"|>` about to join the open block opens a string. In the grammar a string
+        begins only where a key or a value does: after `{`, `[`, `,` or `:` (and, in the lenient
+        decoder's Python-style shell, `(` or `=`), whitespace aside. Not strict, a delimiter
+        anywhere else, typically right after an undelimited value (`city:Tokyo<|"|>}`), is stray
+        markup: it opens nothing, so it cannot hide the `<tool_call|>` after it, and the lenient
+        decoder skips it (`stray-delimiter`). Strict, every delimiter counts, as before. Reads
+        back over whitespace only: each run of it at most once (a delimiter follows it)."""
+        if self.strict or self._oversized:
+            return True
+        for piece in reversed(self._block):
+            stripped = piece.rstrip(" \t\r\n")
+            if stripped:
+                return stripped[-1] in _VALUE_STARTS
+        return True
 
     # --- thinking -------------------------------------------------------------------------------
     def _end_thinking(self, events: list, start: int, end: int) -> None:

@@ -97,8 +97,9 @@ def test_call_inside_unclosed_thinking_ends_the_thinking():
     assert [c.name for c in out.calls] == ["get_weather"] and out.stop == "<|tool_response>"
 
 
-def test_opener_inside_a_closed_thought_is_text():
-    out = parse_output("<|channel>thought\nx<channel|>a <|channel> b")
+def test_opener_without_its_label_is_text_when_strict():
+    # (not strict, an unlabelled channel is a thought: tests/test_stray_markup.py)
+    out = parse_output("<|channel>thought\nx<channel|>a <|channel> b", strict=True)
     assert out.text == "a <|channel> b"
 
 
