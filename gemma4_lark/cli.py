@@ -389,6 +389,10 @@ def cmd_render(args) -> int:
             text = official.render_chat(messages, tools, add_generation_prompt=args.generation_prompt,
                                         enable_thinking=args.thinking, variant=args.variant, unsafe=args.unsafe)
         else:
+            from .messages import from_openai_messages, message_shape
+
+            if message_shape(messages) == "openai":  # OpenAI's shape; OMP's as it is
+                messages = from_openai_messages(messages)
             text = omp.render_transcript(messages, unsafe=args.unsafe)
             if tools:
                 text = omp.render_tool_prompt(tools, unsafe=args.unsafe) + "\n\n" + text
@@ -518,10 +522,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("render", help="render a conversation as a Gemma 4 prompt")
     p.add_argument("messages", metavar="messages.json",
-                   help="a JSON array of messages (OpenAI shape for official, OMP shape for omp), or - for standard input")
+                   help="a JSON array of messages (OpenAI shape; for omp also OMP shape, told apart by its"
+                        " toolResult messages and toolCall/thinking parts), or - for standard input")
     p.add_argument("--profile", choices=["official", "omp"], default="official",
                    help="official: Google's chat template; omp: oh-my-pi's prompt (default official)")
-    p.add_argument("--tools", metavar="tools.json", help="a JSON array of tool declarations (OpenAI shape)")
+    p.add_argument("--tools", metavar="tools.json", help="a JSON array of tool declarations (OpenAI shape or bare function schemas)")
     p.add_argument("--generation-prompt", action="store_true", help="end with the opening of a model turn")
     p.add_argument("--thinking", action="store_true", help="official: turn thinking on in the system turn")
     p.add_argument("--variant", choices=["e2b", "31b"], default="e2b",

@@ -262,7 +262,7 @@ def _wide_conversations(draw):
 
 
 @settings(deadline=None)
-@given(_wide_conversations(), st.lists(_wide_tool, max_size=2), st.sampled_from(OPTIONS), st.sampled_from(["e2b", "31b"]),
+@given(_wide_conversations(), st.lists(_wide_tool, max_size=2, unique_by=lambda t: t["function"]["name"]), st.sampled_from(OPTIONS), st.sampled_from(["e2b", "31b"]),
        st.sampled_from(["error", "strip"]))
 def test_official_prompt_keeps_its_structure_and_renders_back(messages, tools, options, variant, unsafe):
     """Wider conversations (media, list contents, nested schemas, every option): what renders has exactly the calls and declarations given, and reading it gives

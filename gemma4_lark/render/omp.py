@@ -221,13 +221,23 @@ def _openai_tool(tool: dict) -> dict:
     return {"type": "function", "function": function}
 
 
+def _functions(tools) -> list:
+    """The tools as bare function schemas (OMP's shape), whichever of OpenAI's shapes they came in."""
+    from ..tools import read_tools
+
+    return [tool.function for tool in read_tools(tools)]
+
+
 def render_tool_catalog(tools, *, unsafe: str = "error") -> str:
-    """One compact OpenAI-style JSON object per tool, one per line.
+    """One compact OpenAI-style JSON object per tool, one per line. `tools`: bare function
+    schemas or OpenAI's `{"type": "function", "function": ...}` (see `tools.read_tools`).
 
     Raises `UnsafeContentError` (a `ValueError`) for content that would forge structure under
-    unsafe="error", `ValueError` for an unknown `unsafe`.
+    unsafe="error", `ValueError` for an unknown `unsafe`, `ShapeError` (a `ValueError`) for a tool
+    of the wrong shape, naming the field.
     """
     check_policy(unsafe)
+    tools = _functions(tools)
     return "\n".join(guard(js.dumps(_openai_tool(t)), f"tools[{i}]", unsafe) for i, t in enumerate(tools))
 
 
@@ -310,9 +320,11 @@ def render_tool_inventory(tools, *, unsafe: str = "error") -> str:
 
     Raises `UnsafeContentError` (a `ValueError`) for content that would forge structure under
     unsafe="error", `ValueError` for an unknown `unsafe` or a schema nesting deeper than 512,
-    `ShapeError` (a `ValueError`) for a description that is not a string.
+    `ShapeError` (a `ValueError`) for a tool of the wrong shape or a description that is not a
+    string. `tools`: bare function schemas or OpenAI's `{"type": "function", "function": ...}`.
     """
     check_policy(unsafe)
+    tools = _functions(tools)
     lines = ["## functions", "", "namespace functions {", ""]
     for i, tool in enumerate(tools):
         where = f"tools[{i}]"
