@@ -305,12 +305,17 @@ def test_a_result_with_neither_id_nor_name_is_an_error():
     assert "response:g{" in render_chat(_results({"role": "tool", "name": "g", "content": "x"}))
 
 
-def test_two_calls_with_one_id_are_an_error():
+def test_a_result_whose_id_two_calls_of_different_functions_share_is_an_error():
     messages = _results({"role": "tool", "tool_call_id": "a", "content": "x"}, calls=(("a", "f"), ("a", "g")))
-    with pytest.raises(ShapeError, match=r"^messages\[1\]\.tool_calls\[1\]\.id: 'a' is also the id of tool_calls\[0\]"):
+    with pytest.raises(ShapeError, match=r"^messages\[2\]\.tool_call_id: 'a' is the id of two calls of messages\[1\]"
+                                         r" \(tool_calls\[0\] of 'f', tool_calls\[1\] of 'g'\)"):
         render_chat(messages)
     kept = render_chat(messages, unmatched_tool_call_id="keep")
     assert kept == render_reference(_stringify_back(messages)) and "response:g{" in kept  # the last one's name
+    # one id on two calls of one function names the result all the same; unanswered, it names nothing
+    same = _results({"role": "tool", "tool_call_id": "a", "content": "x"}, calls=(("a", "f"), ("a", "f")))
+    assert render_chat(same) == render_reference(_stringify_back(same))
+    assert render_chat(messages[:2]) == render_reference(_stringify_back(messages[:2]))
 
 
 def test_a_result_after_a_message_without_calls():

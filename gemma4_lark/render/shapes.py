@@ -166,8 +166,8 @@ def check_tool_results(messages, policy: str = "error", *, orphans_render: bool 
     - a `tool_call_id` that is not the id of one of the calls of the message before the run of
       tool messages (`messages[3].tool_call_id`);
     - neither a `tool_call_id` nor a `name` (the template writes `response:unknown`);
-    - two calls of one message with one id (the template would give both results the last one's
-      name);
+    - a `tool_call_id` that two calls of different functions share (the template would take the
+      last one's name);
     - with `orphans_render` False (the official template), a result with content after a message
       that makes no calls: the template writes nothing of it.
 
@@ -181,16 +181,10 @@ def check_tool_results(messages, policy: str = "error", *, orphans_render: bool 
             calls = message.get("tool_calls")
             owner = None
             if calls and not message.get("tool_responses"):
-                call_ids: dict = {}
+                call_ids: dict = {}  # id -> [(index of the call, its name)]
                 for k, call in enumerate(calls):
-                    call_id = call.get("id")
-                    if call_id is not None and call_id in call_ids and policy == "error":
-                        first = next(j for j, c in enumerate(calls) if c.get("id") == call_id)
-                        raise ShapeError(f"messages[{i}].tool_calls[{k}].id",
-                                         f"{call_id!r} is also the id of tool_calls[{first}]: a result could not"
-                                         " say which call it answers")
-                    call_ids[call_id] = call["function"]["name"]
-                call_ids.pop(None, None)
+                    if call.get("id") is not None:
+                        call_ids.setdefault(call["id"], []).append((k, call["function"]["name"]))
                 owner = (i, call_ids)
             names.append(None)
             continue
@@ -211,7 +205,14 @@ def check_tool_results(messages, policy: str = "error", *, orphans_render: bool 
         at, call_ids = owner
         if call_id is not None:
             if call_id in call_ids:
-                names.append(call_ids[call_id])
+                matched = call_ids[call_id]
+                if policy == "error" and len({name for _, name in matched}) > 1:
+                    (first, first_name), (other, other_name) = matched[0], next(
+                        m for m in matched if m[1] != matched[0][1])
+                    raise ShapeError(f"{where}.tool_call_id", f"{call_id!r} is the id of two calls of messages[{at}]"
+                                     f" (tool_calls[{first}] of {first_name!r}, tool_calls[{other}] of"
+                                     f" {other_name!r}): which one it answers is unknown")
+                names.append(matched[-1][1])  # the template takes the last call with the id
                 continue
             if policy == "error":
                 raise ShapeError(f"{where}.tool_call_id", f"{call_id!r} matches no call of messages[{at}]:"
@@ -271,7 +272,7 @@ def read_chat_tools(tools) -> list | None:
     read = read_tools(tools)
     for i, tool in enumerate(read):
         function = tool.function
-        where = f"tools[{i}]" + (".function" if function is not tools[i] else "")
+        where = f"tools[{i}]"  # the renderer's short name for the function's fields, as before
         parameters = tool.parameters
         if parameters:
             expect(parameters.get("properties"), _OBJECT, f"{where}.parameters.properties", optional=True)
