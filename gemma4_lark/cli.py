@@ -387,13 +387,11 @@ def cmd_render(args) -> int:
     try:
         if args.profile == "official":
             text = official.render_chat(messages, tools, add_generation_prompt=args.generation_prompt,
-                                        enable_thinking=args.thinking, variant=args.variant, unsafe=args.unsafe)
-        else:
-            from .messages import from_openai_messages, message_shape
-
-            if message_shape(messages) == "openai":  # OpenAI's shape; OMP's as it is
-                messages = from_openai_messages(messages)
-            text = omp.render_transcript(messages, unsafe=args.unsafe)
+                                        enable_thinking=args.thinking, variant=args.variant, unsafe=args.unsafe,
+                                        unmatched_tool_call_id=args.unmatched_tool_call_id)
+        else:  # OpenAI's shape or OMP's, told apart by the messages
+            text = omp.render_transcript(messages, unsafe=args.unsafe,
+                                         unmatched_tool_call_id=args.unmatched_tool_call_id)
             if tools:
                 text = omp.render_tool_prompt(tools, unsafe=args.unsafe) + "\n\n" + text
     except UnsafeContentError as err:
@@ -533,6 +531,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="official: which model's template (they differ in the generation prompt; default e2b)")
     p.add_argument("--unsafe", choices=["error", "strip", "allow"], default="error",
                    help="what to do with control tokens inside content: refuse (default), remove, or keep")
+    p.add_argument("--unmatched-tool-call-id", choices=["error", "keep"], default="error",
+                   help="a tool message that answers no call of the message before it: refuse (default) or"
+                        " render it as the official template does")
     p.set_defaults(run=cmd_render)
 
     # Commands of packages built on this one (the streaming layer's `parse` and `demo`) are

@@ -401,3 +401,19 @@ def test_cli_reports_bad_arguments_and_unmatched_results(tmp_path, capsys):
     mixed = MESSAGES[:4] + from_openai_messages(MESSAGES)[3:4]
     code, _, err = _cli(capsys, tmp_path, mixed, "--profile", "omp")
     assert code == 1 and "one conversation takes one shape" in err
+
+
+def test_render_transcript_takes_openai_messages_directly():
+    strings = _stringify(MESSAGES)
+    assert render_transcript(strings) == render_transcript(from_openai_messages(MESSAGES))
+    unmatched = _results({"role": "tool", "tool_call_id": "x", "name": "h", "content": "1"})
+    with pytest.raises(ShapeError, match=r"^messages\[2\]\.tool_call_id: 'x' matches no call"):
+        render_transcript(unmatched)
+    assert "response:h{output:1}" in render_transcript(unmatched, unmatched_tool_call_id="keep")
+
+
+def test_cli_takes_the_unmatched_policy(tmp_path, capsys):
+    unmatched = _results({"role": "tool", "tool_call_id": "x", "name": "h", "content": "1"})
+    for profile in ("official", "omp"):
+        code, out, err = _cli(capsys, tmp_path, unmatched, "--profile", profile, "--unmatched-tool-call-id", "keep")
+        assert (code, err) == (0, "") and "response:h{" in out

@@ -158,18 +158,29 @@ def _results_of(messages, start: int, unsafe: str, max_depth: int):
 
 
 def render_transcript(messages, *, unsafe: str = "error", model: str | None = None,
-                      max_depth: int = DEFAULT_MAX_DEPTH) -> str:
+                      max_depth: int = DEFAULT_MAX_DEPTH, unmatched_tool_call_id: str = "error") -> str:
     """`<bos>` then one turn per message (`developer` becomes `system`); an assistant message is a
     `model` turn holding its thinking, its text, its calls, and the results that follow it.
+
+    `messages` are OMP's, or OpenAI's chat messages (told apart by `messages.message_shape`: `tool`
+    messages, `tool_calls`, string assistant content), which are converted by
+    `messages.from_openai_messages` first (docs/serving.md, "Messages in"; unmatched_tool_call_id
+    is its policy for results that answer no call).
 
     Raises `UnsafeContentError` (a `ValueError`) for content that would forge structure under
     unsafe="error", `ValueError` for an unknown `unsafe` or an unknown role and for a value nesting
     deeper than `max_depth` once rendered, `ShapeError` (a `ValueError` and a `TypeError`) for a
-    message of the wrong shape, naming the field (`messages[0].content`), `TypeError` for a value
+    message of the wrong shape, naming the field (`messages[0].content`), for a conversation that
+    mixes the two shapes and for an OpenAI result that answers no call, `ArgumentsError` (a
+    `ShapeError`) for OpenAI string arguments that are not a JSON object, `TypeError` for a value
     with no text in the value language, `WrongModelFamilyError` (a `ValueError`) when `model` is
     given and is not a Gemma 4 id.
     """
     check_policy(unsafe)
+    from ..messages import from_openai_messages, message_shape  # it reads prompts back with this module
+
+    if message_shape(messages) == "openai":
+        messages = from_openai_messages(messages, unmatched_tool_call_id=unmatched_tool_call_id)
     check_transcript(messages)
     if model is not None:
         from ..family import require_gemma4
