@@ -323,9 +323,17 @@ def test_a_result_after_a_message_without_calls():
     with pytest.raises(ShapeError, match=r"^messages\[1\]\.tool_call_id: 'a' matches no call: no message before it"):
         render_chat(with_id)
     lost = [{"role": "user", "content": "go"}, {"role": "tool", "name": "f", "content": "x"}]
-    with pytest.raises(ShapeError, match=r"^messages\[1\]: is a tool result after a message that makes no tool"
-                                         r" calls: the template writes nothing of it"):
+    with pytest.raises(ShapeError, match=r"^messages\[1\]: is a tool result the template writes nothing of: no"
+                                         r" message before it makes tool calls"):
         render_chat(lost)
+    legacy = [{"role": "user", "content": "go"},
+              {"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": {}}}],
+               "tool_responses": [{"name": "f", "response": {"ok": True}}]},
+              {"role": "tool", "tool_call_id": "a", "content": "x"}]
+    with pytest.raises(ShapeError, match=r"^messages\[2\]\.tool_call_id: 'a' matches no call: messages\[1\] gives its"
+                                         r" results in tool_responses"):
+        render_chat(legacy)
+    assert render_chat(legacy, unmatched_tool_call_id="keep") == render_reference(legacy)
     assert render_chat(lost, unmatched_tool_call_id="keep") == render_reference(lost)
     # OMP writes such a result in a turn of its own: nothing is lost, so a name is enough
     assert "response:f{output:<|\"|>x<|\"|>}" in render_transcript(from_openai_messages(lost))

@@ -59,7 +59,8 @@ def test_official_refuses_a_malformed_shape_naming_the_field(messages, tools, fi
 
 
 OMP = [
-    ([{"role": "assistant", "content": "hi"}], r"messages\[0\]\.content: must be an array"),
+    # (string content is OpenAI's shape, which render_transcript converts: tests/test_openai_messages_in.py)
+    ([{"role": "assistant", "content": 5}], r"messages\[0\]\.content: must be an array"),
     ([{"role": "user", "content": 5}], r"messages\[0\]\.content: must be"),
     ([{"role": "user", "content": [5]}], r"messages\[0\]\.content\[0\]: must be an object"),
     ([{"role": "user", "content": [{"type": "image", "mimeType": _deep(5000)}]}],

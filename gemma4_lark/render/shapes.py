@@ -176,11 +176,13 @@ def check_tool_results(messages, policy: str = "error", *, orphans_render: bool 
         raise ValueError(f"unmatched_tool_call_id must be one of {UNMATCHED_POLICIES}, not {policy!r}")
     names: list = []
     owner = None  # (index, {id: name}) of the message the current run of results follows
+    legacy = None
     for i, message in enumerate(messages):
         if message["role"] != "tool":
             calls = message.get("tool_calls")
             owner = None
-            if calls and not message.get("tool_responses"):
+            legacy = i if calls and message.get("tool_responses") else None  # its results are inside it
+            if calls and legacy is None:
                 call_ids: dict = {}  # id -> [(index of the call, its name)]
                 for k, call in enumerate(calls):
                     if call.get("id") is not None:
@@ -194,13 +196,14 @@ def check_tool_results(messages, policy: str = "error", *, orphans_render: bool 
             names.append(None)
             if policy == "keep":
                 continue
+            before = (f"messages[{legacy}] gives its results in tool_responses" if legacy is not None
+                      else "no message before it makes tool calls")
             if call_id is not None:
-                raise ShapeError(f"{where}.tool_call_id", f"{call_id!r} matches no call: no message before it"
-                                 " makes tool calls (pass unmatched_tool_call_id='keep' to render it as the"
-                                 " template does)")
+                raise ShapeError(f"{where}.tool_call_id", f"{call_id!r} matches no call: {before} (pass"
+                                 " unmatched_tool_call_id='keep' to render it as the template does)")
             if not orphans_render and message.get("content") not in (None, "", [], ()):
-                raise ShapeError(where, "is a tool result after a message that makes no tool calls: the template"
-                                 " writes nothing of it (pass unmatched_tool_call_id='keep' to drop it)")
+                raise ShapeError(where, f"is a tool result the template writes nothing of: {before} (pass"
+                                 " unmatched_tool_call_id='keep' to drop it)")
             continue
         at, call_ids = owner
         if call_id is not None:
