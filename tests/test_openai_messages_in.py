@@ -7,7 +7,7 @@ import copy
 import json
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import event, given, settings, strategies as st
 
 import gemma4_lark as g
 from gemma4_lark.cli import main
@@ -274,8 +274,11 @@ def test_keep_renders_an_unmatched_result_as_the_template_does():
     assert "response:h{" in kept and "response:unknown{" in kept
     omp = render_transcript(from_openai_messages(messages, unmatched_tool_call_id="keep"))
     assert "response:h{" in omp and "response:unknown{" in omp
-    with pytest.raises(ValueError, match="unmatched_tool_call_id must be one of"):
-        render_chat(messages, unmatched_tool_call_id="ignore")
+    for render in (render_chat, render_transcript, from_openai_messages):
+        with pytest.raises(ValueError, match="unmatched_tool_call_id must be one of"):
+            render(messages, unmatched_tool_call_id="ignore")
+    with pytest.raises(ValueError, match="unmatched_tool_call_id must be one of"):  # OMP's own shape too
+        render_transcript([{"role": "user", "content": "hi"}], unmatched_tool_call_id="ignore")
 
 
 def _stringify_back(messages):
@@ -425,3 +428,50 @@ def test_cli_takes_the_unmatched_policy(tmp_path, capsys):
     for profile in ("official", "omp"):
         code, out, err = _cli(capsys, tmp_path, unmatched, "--profile", profile, "--unmatched-tool-call-id", "keep")
         assert (code, err) == (0, "") and "response:h{" in out
+
+
+@st.composite
+def _results_with_any_ids(draw):
+    """Conversations whose tool messages carry any id (a call's, another's, an int, none) and
+    maybe a name: matched, unmatched, orphaned."""
+    messages = draw(conversations())
+    ids = ["zz", 1, "1", None] + [c["id"] for m in messages for c in m.get("tool_calls") or ()]
+    out = []
+    for message in messages:
+        if message["role"] == "tool":
+            message = dict(message)
+            message["tool_call_id"] = draw(st.sampled_from(ids))
+            if message["tool_call_id"] is None:
+                del message["tool_call_id"]
+            if draw(st.booleans()):
+                message["name"] = draw(st.sampled_from(["f", "g"]))
+        out.append(message)
+        if message["role"] == "user" and draw(st.integers(0, 4)) == 0:  # a result after no call
+            out.append({"role": "tool", "tool_call_id": draw(st.sampled_from(ids)) or "x", "content": "r"})
+    return out
+
+
+@settings(max_examples=150)
+@given(_results_with_any_ids(), st.sampled_from(OPTIONS), st.sampled_from(["e2b", "31b"]))
+def test_results_render_as_the_template_or_are_refused_naming_the_message(messages, options, variant):
+    expected = render_reference(messages, variant=variant, **options)
+    assert render_chat(messages, variant=variant, unsafe="allow", unmatched_tool_call_id="keep", **options) == expected
+    try:
+        text = render_chat(messages, variant=variant, unsafe="allow", **options)
+    except ShapeError as error:
+        event("refused")
+        assert error.where.startswith("messages[")
+        index = int(error.where[len("messages["):error.where.index("]")])
+        assert messages[index]["role"] == "tool" or "tool_calls" in messages[index]
+        return
+    event("rendered")
+    assert text == expected
+    # rendered: every result named a call of the message before it, or gave a name
+    owner = None
+    for message in messages:
+        if message["role"] != "tool":
+            owner = {c["id"] for c in message.get("tool_calls") or ()} if message.get("tool_calls") else None
+            continue
+        assert owner is not None or message.get("content") in (None, "", []) and "tool_call_id" not in message
+        if owner is not None:
+            assert message.get("tool_call_id") in owner or ("tool_call_id" not in message and "name" in message)

@@ -18,7 +18,7 @@ from ..model import ToolCall
 from . import js
 from ..parser import DEFAULT_MAX_DEPTH
 from .safety import check_name, check_policy, guard, guard_run
-from .shapes import check_transcript, expect
+from .shapes import check_transcript, check_unmatched_policy, expect
 from .values import ValueWriter, check_depth, key_bare_if_possible
 
 def _finite_number(value) -> str:
@@ -179,6 +179,7 @@ def render_transcript(messages, *, unsafe: str = "error", model: str | None = No
     check_policy(unsafe)
     from ..messages import from_openai_messages, message_shape  # it reads prompts back with this module
 
+    check_unmatched_policy(unmatched_tool_call_id)
     if message_shape(messages) == "openai":
         messages = from_openai_messages(messages, unmatched_tool_call_id=unmatched_tool_call_id)
     check_transcript(messages)

@@ -148,6 +148,11 @@ def read_arguments(messages) -> list:
 UNMATCHED_POLICIES = ("error", "keep")
 
 
+def check_unmatched_policy(policy: str) -> None:
+    if policy not in UNMATCHED_POLICIES:
+        raise ValueError(f"unmatched_tool_call_id must be one of {UNMATCHED_POLICIES}, not {policy!r}")
+
+
 def _ids_hint(call_ids: dict, wanted) -> str:
     shown = ", ".join(repr(k) for k in list(call_ids)[:8]) + (", ..." if len(call_ids) > 8 else "")
     hint = ""
@@ -172,8 +177,7 @@ def check_tool_results(messages, policy: str = "error", *, orphans_render: bool 
       that makes no calls: the template writes nothing of it.
 
     policy="keep" renders such results as the template does. Messages are those `check_chat` took."""
-    if policy not in UNMATCHED_POLICIES:
-        raise ValueError(f"unmatched_tool_call_id must be one of {UNMATCHED_POLICIES}, not {policy!r}")
+    check_unmatched_policy(policy)
     names: list = []
     owner = None  # (index, {id: name}) of the message the current run of results follows
     legacy = None
