@@ -403,8 +403,39 @@ def cmd_render(args) -> int:
     except (ValueError, TypeError, AttributeError) as err:
         # a field of the wrong JSON type deep inside a message or tool
         raise CommandError(f"a message or tool has a field of the wrong type or value: {err}", code=1) from None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        # JSON's \uD800 escapes decode to lone surrogates, which no UTF-8 text can hold
+        where = _surrogate_field({"messages": messages, "tools": tools}) or "the input"
+        raise CommandError(f"{where} holds a lone surrogate (U+{ord(text[err.start]):04X}, from a \\u escape), which"
+                           " UTF-8 cannot encode", code=1) from None
     sys.stdout.write(text)
     return 0
+
+
+def _surrogate_field(value) -> str | None:
+    """The first field (`messages[1].content`) whose string holds a lone surrogate, looking into
+    JSON string arguments too; an explicit stack, as the input may nest deeply."""
+    from .render.safety import describe
+
+    stack = [(value, None)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            if any("\ud800" <= c <= "\udfff" for c in item):
+                return describe(where)
+            if isinstance(where, tuple) and where[1] == "arguments":
+                try:
+                    stack.append((json.loads(item), where))
+                except (ValueError, RecursionError):
+                    pass
+        elif isinstance(item, dict):
+            stack.extend((v, k if where is None else (where, k)) for k, v in reversed(item.items()))
+            stack.extend((k, where) for k in item if isinstance(k, str))
+        elif isinstance(item, list):
+            stack.extend((v, (where, i)) for i, v in reversed(list(enumerate(item))))
+    return None
 
 
 def cmd_docs(args) -> int:

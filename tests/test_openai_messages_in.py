@@ -475,3 +475,12 @@ def test_results_render_as_the_template_or_are_refused_naming_the_message(messag
         assert owner is not None or message.get("content") in (None, "", []) and "tool_call_id" not in message
         if owner is not None:
             assert message.get("tool_call_id") in owner or ("tool_call_id" not in message and "name" in message)
+
+
+@pytest.mark.parametrize("profile", ["official", "omp"])
+def test_cli_names_a_lone_surrogate_instead_of_failing_to_write(tmp_path, capsys, profile):
+    # JSON's "\ud800" decodes to a lone surrogate, which no UTF-8 output can hold
+    for messages, field in [([{"role": "user", "content": "a\ud800"}], "messages[0].content"),
+                            (_call_messages('{"a": [1, "\\ud800"]}'), _WHERE + ".a[1]")]:
+        code, out, err = _cli(capsys, tmp_path, messages, "--profile", profile)
+        assert (code, out) == (1, "") and f"{field} holds a lone surrogate (U+D800" in err and "internal" not in err
