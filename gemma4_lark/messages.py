@@ -9,6 +9,7 @@ omp-profile transcript into OMP messages. Rendering what was read gives the same
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -304,49 +305,97 @@ def from_openai_messages(messages, *, unmatched_tool_call_id: str = "error") -> 
     assistant message before it whose id is its `tool_call_id` (docs/serving.md, "Messages in").
 
     unmatched_tool_call_id: "error" (default) refuses a result that answers no call of the
-    message before it, "keep" takes its `name` (or "unknown", as the official template does). Raises `ShapeError` (a
-    `ValueError` and a `TypeError`) for a message of the wrong shape or an unknown role, naming the
-    field, and for a result matching no call; `ArgumentsError` (a `ShapeError`) for string
-    arguments that are not a JSON object, with the position in the string."""
+    message before it, "keep" takes its `name` (or "unknown", as the official template does).
+    Raises `ShapeError` (a `ValueError` and a `TypeError`) for a message of the wrong shape or an
+    unknown role, naming the field, and for a result matching no call; `ArgumentsError` (a
+    `ShapeError`) for string arguments that are not a JSON object, with the position in the
+    string."""
+    return convert_openai_messages(messages, unmatched_tool_call_id)[0]
+
+
+_OMP_FIELD = re.compile(r"messages\[\d+\]\.(?:toolName|content(?:\[\d+\](?:\.(?:thinking|text))?)?)")
+
+
+def rename_fields(error: BaseException, fields: dict) -> None:
+    """Name in `error` (its message, and its `where`) the OpenAI field that the OMP field it names
+    came from (see `convert_openai_messages`)."""
+    def rename(text):
+        match = _OMP_FIELD.search(text)
+        if not match:
+            return text
+        found = match.group()
+        cuts = [len(found)] + [k for k in range(len(found) - 1, 0, -1) if found[k] in ".["]
+        for cut in cuts:
+            if found[:cut] in fields:
+                return text[:match.start()] + fields[found[:cut]] + text[match.start() + cut:]
+        return text
+
+    if error.args and isinstance(error.args[0], str):
+        error.args = (rename(error.args[0]),) + error.args[1:]
+    if isinstance(getattr(error, "where", None), str):
+        error.where = rename(error.where)
+
+
+def convert_openai_messages(messages, unmatched_tool_call_id: str = "error") -> tuple[list, dict]:
+    """`from_openai_messages`, and where each OMP field came from: {OMP field: OpenAI field}
+    (`messages[1].content[2]` -> `messages[1].tool_calls[0].function`), so that an error found
+    while rendering the OMP messages can name the field the caller gave."""
     from .render.shapes import ShapeError, check_chat, check_tool_results, read_arguments
 
     check_chat(messages, None)
     names = check_tool_results(messages, unmatched_tool_call_id, orphans_render=True)
     messages = read_arguments(messages)
     out = []
+    fields: dict = {}
     seen = {}
     for i, message in enumerate(messages):
         role = message["role"]
         content = message.get("content")
+        at = f"messages[{i}]"
         if role in ("system", "developer", "user"):
-            out.append({"role": role, "content": content if isinstance(content, str) else [
-                {"type": "text", "text": p.get("text", "")} if p.get("type") == "text"
-                else {"type": "image", "mimeType": _image_mime(p)}
-                for p in content or [] if p.get("type") in ("text", "image", "image_url")]})
+            if isinstance(content, str):
+                out.append({"role": role, "content": content})
+                continue
+            parts = []
+            for k, p in enumerate(content or []):
+                if p.get("type") in ("text", "image", "image_url"):
+                    fields[f"{at}.content[{len(parts)}]"] = f"{at}.content[{k}]"
+                    parts.append({"type": "text", "text": p.get("text", "")} if p.get("type") == "text"
+                                 else {"type": "image", "mimeType": _image_mime(p)})
+            out.append({"role": role, "content": parts})
         elif role == "assistant":
             parts = []
-            thinking = message.get("reasoning_content") or message.get("reasoning")
-            if thinking:
-                parts.append({"type": "thinking", "thinking": thinking})
+            for key in ("reasoning_content", "reasoning"):  # the first given
+                if message.get(key):
+                    fields[f"{at}.content[0].thinking"] = f"{at}.{key}"
+                    parts.append({"type": "thinking", "thinking": message[key]})
+                    break
             if isinstance(content, str) and content:
+                fields[f"{at}.content[{len(parts)}].text"] = f"{at}.content"
                 parts.append({"type": "text", "text": content})
             elif isinstance(content, list):
-                parts += [{"type": "text", "text": p.get("text", "")} for p in content if p.get("type") == "text"]
-            for call in message.get("tool_calls") or []:
+                for k, p in enumerate(content):
+                    if p.get("type") == "text":
+                        fields[f"{at}.content[{len(parts)}]"] = f"{at}.content[{k}]"
+                        parts.append({"type": "text", "text": p.get("text", "")})
+            for k, call in enumerate(message.get("tool_calls") or []):
                 function = call["function"]
                 seen[call.get("id")] = function["name"]
+                fields[f"{at}.content[{len(parts)}]"] = f"{at}.tool_calls[{k}].function"
                 parts.append({"type": "toolCall", "id": call.get("id", ""), "name": function["name"],
                               "arguments": function.get("arguments") or {}})
             out.append({"role": "assistant", "content": parts})
         elif role == "tool":
             # under "keep", as the official template does: the name given, or "unknown"
             name = names[i] or message.get("name") or seen.get(message.get("tool_call_id")) or "unknown"
+            fields[f"{at}.content[0].text"] = f"{at}.content"
+            fields[f"{at}.toolName"] = f"{at}.name" if "name" in message else f"{at}.tool_call_id"
             out.append({"role": "toolResult", "toolCallId": message.get("tool_call_id", ""), "toolName": name,
                         "content": [{"type": "text", "text": _result_text(content)}], "isError": False})
         else:
-            raise ShapeError(f"messages[{i}].role", f"{role!r} is not a role of OpenAI's chat messages"
+            raise ShapeError(f"{at}.role", f"{role!r} is not a role of OpenAI's chat messages"
                              f" ({', '.join(_OPENAI_ROLES)})")
-    return out
+    return out, fields
 
 
 _OPENAI_ONLY_KEYS = ("tool_calls", "tool_call_id", "reasoning_content", "reasoning")

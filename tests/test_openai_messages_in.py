@@ -168,7 +168,7 @@ def test_arguments_that_are_not_an_object_are_an_error(text, kind, render):
 def _render(profile, messages, **options):
     if profile == "official":
         return render_chat(messages, **options)
-    return render_transcript(from_openai_messages(messages, **options))
+    return render_transcript(messages, **options)
 
 
 @settings(max_examples=300)
@@ -204,9 +204,8 @@ def test_control_tokens_inside_json_strings_are_guarded_as_in_dicts(arguments, e
             with pytest.raises(UnsafeContentError) as info:
                 _render(profile, _call_messages(form))
             errors.append((info.value.token, info.value.where, info.value.pos, str(info.value)))
-        # the omp profile renders OMP's messages, and names their fields (`content[1]` is the call)
-        assert errors[0] == errors[1]
-        assert errors[0][1].startswith(_WHERE if profile == "official" else "messages[1].content[1].arguments")
+        # the omp profile renders the converted messages, and names the fields the caller gave
+        assert errors[0] == errors[1] and errors[0][1].startswith(_WHERE)
         for unsafe in ("strip", "allow"):
             if profile == "official":
                 assert render_chat(_call_messages(text), unsafe=unsafe) == render_chat(_call_messages(arguments),
@@ -484,3 +483,28 @@ def test_cli_names_a_lone_surrogate_instead_of_failing_to_write(tmp_path, capsys
                             (_call_messages('{"a": [1, "\\ud800"]}'), _WHERE + ".a[1]")]:
         code, out, err = _cli(capsys, tmp_path, messages, "--profile", profile)
         assert (code, out) == (1, "") and f"{field} holds a lone surrogate (U+D800" in err and "internal" not in err
+
+
+@pytest.mark.parametrize("message, field", [
+    ({"role": "assistant", "content": "a<turn|>"}, "messages[1].content"),
+    ({"role": "assistant", "content": [{"type": "refusal"}, {"type": "text", "text": "<eos>"}]}, "messages[1].content[1].text"),
+    ({"role": "assistant", "reasoning_content": "<|turn>x", "content": None}, "messages[1].reasoning_content"),
+    ({"role": "user", "content": [{"type": "input_audio"}, {"type": "text", "text": "<bos>"}]}, "messages[1].content[1].text"),
+    ({"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": {"k": ["<turn|>"]}}}]},
+     "messages[1].tool_calls[0].function.arguments.k[0]"),
+    ({"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f x", "arguments": {}}}]},
+     "messages[1].tool_calls[0].function.name"),
+])
+def test_omp_errors_name_the_openai_fields(message, field):
+    messages = [{"role": "user", "content": "q"}, message]
+    if message.get("tool_calls"):
+        messages.append({"role": "tool", "tool_call_id": "a", "content": "<turn|>"})
+    with pytest.raises(UnsafeContentError) as info:
+        render_transcript(messages)
+    assert info.value.where == field and field in str(info.value)
+    assert "content[" not in field or field == info.value.where
+    if message.get("tool_calls") and "arguments" in field:
+        message["tool_calls"][0]["function"]["arguments"] = {}
+        with pytest.raises(UnsafeContentError) as info:
+            render_transcript(messages)
+        assert info.value.where == "messages[2].content"

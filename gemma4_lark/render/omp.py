@@ -177,11 +177,20 @@ def render_transcript(messages, *, unsafe: str = "error", model: str | None = No
     given and is not a Gemma 4 id.
     """
     check_policy(unsafe)
-    from ..messages import from_openai_messages, message_shape  # it reads prompts back with this module
+    from ..messages import convert_openai_messages, message_shape, rename_fields  # it reads prompts back
 
     check_unmatched_policy(unmatched_tool_call_id)
-    if message_shape(messages) == "openai":
-        messages = from_openai_messages(messages, unmatched_tool_call_id=unmatched_tool_call_id)
+    if message_shape(messages) != "openai":
+        return _render_transcript(messages, unsafe, model, max_depth)
+    messages, fields = convert_openai_messages(messages, unmatched_tool_call_id)
+    try:
+        return _render_transcript(messages, unsafe, model, max_depth)
+    except (ValueError, TypeError) as error:
+        rename_fields(error, fields)  # the caller's fields, not those of the converted messages
+        raise
+
+
+def _render_transcript(messages, unsafe: str, model: str | None, max_depth: int) -> str:
     check_transcript(messages)
     if model is not None:
         from ..family import require_gemma4
