@@ -246,7 +246,8 @@ def _assistant_messages(parts) -> list:
         message["reasoning_content"] = reasoning
     if not calls:
         return [message]
-    message["tool_calls"] = calls
+    # one id per call, as OpenAI gives them: a result names the call it answers by its id
+    message["tool_calls"] = calls = [{**c, "id": f"{c['id']}_{k}"} for k, c in enumerate(calls)]
     answers = [{"role": "tool", "tool_call_id": c["id"], "content": r} for c, r in zip(calls, results)]
     return [message] + answers
 
@@ -260,7 +261,8 @@ def official_tools() -> st.SearchStrategy:
         optional={"parameters": st.fixed_dictionaries({
             "type": st.just("object"), "properties": st.dictionaries(keys(), prop, max_size=2)},
             optional={"required": st.lists(hostile_strings(), max_size=2)})})
-    return st.lists(st.fixed_dictionaries({"type": st.just("function"), "function": function}), max_size=2)
+    return st.lists(st.fixed_dictionaries({"type": st.just("function"), "function": function}), max_size=2,
+                    unique_by=lambda tool: tool["function"]["name"])  # tools.read_tools refuses a name twice
 
 
 def omp_messages() -> st.SearchStrategy:
@@ -297,4 +299,4 @@ def omp_tools() -> st.SearchStrategy:
         max_leaves=4)
     tool = st.fixed_dictionaries({"name": names()}, optional={
         "description": hostile_strings(), "parameters": schema, "examples": st.lists(hostile_strings(), max_size=2)})
-    return st.lists(tool, max_size=2)
+    return st.lists(tool, max_size=2, unique_by=lambda t: t["name"])  # tools.read_tools refuses a name twice

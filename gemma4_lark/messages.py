@@ -9,6 +9,7 @@ omp-profile transcript into OMP messages. Rendering what was read gives the same
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -266,42 +267,180 @@ def read_omp(text: str | Transcript) -> list[dict[str, Any]]:
     return messages
 
 
-def from_openai_messages(messages) -> list:
-    """OpenAI chat messages in OMP's shape (for the omp profile). Raises `TypeError` when
-    `messages` is not a list of dicts."""
+_OPENAI_ROLES = ("system", "developer", "user", "assistant", "tool")
+
+
+def _image_mime(part: dict) -> str:
+    """An image part's MIME type: OMP's `mimeType`, or the type of a `data:` URL as OpenAI sends
+    images (`{"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,..."}}`); PNG when
+    the part does not say."""
+    if isinstance(part.get("mimeType"), str):
+        return part["mimeType"]
+    url = part.get("image_url")
+    url = url.get("url") if isinstance(url, dict) else url
+    if isinstance(url, str) and url.startswith("data:"):
+        mime = url[5:].split(",", 1)[0].split(";", 1)[0]
+        if mime:
+            return mime
+    return "image/png"
+
+
+def _result_text(content) -> str:
+    """A tool message's content as the text of OMP's result (which OMP reads as JSON when it is)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, (list, tuple)):
+        return "".join(part.get("text", "") for part in content if part.get("type") == "text")
+    from .render.values import json_dumps
+
+    return json_dumps(content)
+
+
+def from_openai_messages(messages, *, unmatched_tool_call_id: str = "error") -> list:
+    """OpenAI chat messages, as the chat-completions API sends them, in OMP's shape (for
+    `render.omp.render_transcript`): string `arguments` are decoded, `content` may be a string,
+    null or a list of parts, a `tool` message takes its function's name from the call of the
+    assistant message before it whose id is its `tool_call_id` (docs/serving.md, "Messages in").
+
+    unmatched_tool_call_id: "error" (default) refuses a result that answers no call of the
+    message before it, "keep" takes its `name` (or "unknown", as the official template does).
+    Raises `ShapeError` (a `ValueError` and a `TypeError`) for a message of the wrong shape or an
+    unknown role, naming the field, and for a result matching no call; `ArgumentsError` (a
+    `ShapeError`) for string arguments that are not a JSON object, with the position in the
+    string."""
+    return convert_openai_messages(messages, unmatched_tool_call_id)[0]
+
+
+_OMP_FIELD = re.compile(r"messages\[\d+\]\.(?:toolName|content(?:\[\d+\](?:\.(?:thinking|text))?)?)")
+
+
+def rename_fields(error: BaseException, fields: dict) -> None:
+    """Name in `error` (its message, and its `where`) the OpenAI field that the OMP field it names
+    came from (see `convert_openai_messages`)."""
+    def rename(text):
+        match = _OMP_FIELD.search(text)
+        if not match:
+            return text
+        found = match.group()
+        cuts = [len(found)] + [k for k in range(len(found) - 1, 0, -1) if found[k] in ".["]
+        for cut in cuts:
+            if found[:cut] in fields:
+                return text[:match.start()] + fields[found[:cut]] + text[match.start() + cut:]
+        return text
+
+    if error.args and isinstance(error.args[0], str):
+        error.args = (rename(error.args[0]),) + error.args[1:]
+    if isinstance(getattr(error, "where", None), str):
+        error.where = rename(error.where)
+
+
+def convert_openai_messages(messages, unmatched_tool_call_id: str = "error") -> tuple[list, dict]:
+    """`from_openai_messages`, and where each OMP field came from: {OMP field: OpenAI field}
+    (`messages[1].content[2]` -> `messages[1].tool_calls[0].function`), so that an error found
+    while rendering the OMP messages can name the field the caller gave."""
+    from .render.shapes import ShapeError, check_chat, check_tool_results, read_arguments
+
+    check_chat(messages, None)
+    names = check_tool_results(messages, unmatched_tool_call_id, orphans_render=True)
+    messages = read_arguments(messages)
     out = []
-    names = {}
-    for message in messages:
+    fields: dict = {}
+    seen = {}
+    for i, message in enumerate(messages):
         role = message["role"]
         content = message.get("content")
+        at = f"messages[{i}]"
         if role in ("system", "developer", "user"):
-            out.append({"role": role, "content": content if isinstance(content, str) else [
-                {"type": "text", "text": p.get("text", "")} if p.get("type") == "text" else {"type": "image", "mimeType": p.get("mimeType", "image/png")}
-                for p in content or [] if p.get("type") in ("text", "image", "image_url")]})
+            if isinstance(content, str):
+                out.append({"role": role, "content": content})
+                continue
+            parts = []
+            for k, p in enumerate(content or []):
+                if p.get("type") in ("text", "image", "image_url"):
+                    fields[f"{at}.content[{len(parts)}]"] = f"{at}.content[{k}]"
+                    parts.append({"type": "text", "text": p.get("text", "")} if p.get("type") == "text"
+                                 else {"type": "image", "mimeType": _image_mime(p)})
+            out.append({"role": role, "content": parts})
         elif role == "assistant":
             parts = []
-            thinking = message.get("reasoning_content") or message.get("reasoning")
-            if thinking:
-                parts.append({"type": "thinking", "thinking": thinking})
+            for key in ("reasoning_content", "reasoning"):  # the first given
+                if message.get(key):
+                    fields[f"{at}.content[0].thinking"] = f"{at}.{key}"
+                    parts.append({"type": "thinking", "thinking": message[key]})
+                    break
             if isinstance(content, str) and content:
+                fields[f"{at}.content[{len(parts)}].text"] = f"{at}.content"
                 parts.append({"type": "text", "text": content})
             elif isinstance(content, list):
-                parts += [{"type": "text", "text": p.get("text", "")} for p in content if p.get("type") == "text"]
-            for call in message.get("tool_calls") or []:
+                for k, p in enumerate(content):
+                    if p.get("type") == "text":
+                        fields[f"{at}.content[{len(parts)}]"] = f"{at}.content[{k}]"
+                        parts.append({"type": "text", "text": p.get("text", "")})
+            for k, call in enumerate(message.get("tool_calls") or []):
                 function = call["function"]
-                arguments = function.get("arguments") or {}
-                if isinstance(arguments, str):
-                    arguments = json.loads(arguments)
-                names[call.get("id")] = function["name"]
-                parts.append({"type": "toolCall", "id": call.get("id", ""), "name": function["name"], "arguments": arguments})
+                seen[call.get("id")] = function["name"]
+                fields[f"{at}.content[{len(parts)}]"] = f"{at}.tool_calls[{k}].function"
+                parts.append({"type": "toolCall", "id": call.get("id", ""), "name": function["name"],
+                              "arguments": function.get("arguments") or {}})
             out.append({"role": "assistant", "content": parts})
         elif role == "tool":
-            text = content if isinstance(content, str) else "".join(
-                p.get("text", "") for p in content or [] if p.get("type") == "text")
-            out.append({"role": "toolResult", "toolCallId": message.get("tool_call_id", ""),
-                        "toolName": message.get("name") or names.get(message.get("tool_call_id"), ""),
-                        "content": [{"type": "text", "text": text}], "isError": False})
-    return out
+            # under "keep", as the official template does: the name given, or "unknown"
+            name = names[i] or message.get("name") or seen.get(message.get("tool_call_id")) or "unknown"
+            fields[f"{at}.content[0].text"] = f"{at}.content"
+            fields[f"{at}.toolName"] = f"{at}.name" if "name" in message else f"{at}.tool_call_id"
+            out.append({"role": "toolResult", "toolCallId": message.get("tool_call_id", ""), "toolName": name,
+                        "content": [{"type": "text", "text": _result_text(content)}], "isError": False})
+        else:
+            raise ShapeError(f"{at}.role", f"{role!r} is not a role of OpenAI's chat messages"
+                             f" ({', '.join(_OPENAI_ROLES)})")
+    return out, fields
+
+
+_OPENAI_ONLY_KEYS = ("tool_calls", "tool_call_id", "reasoning_content", "reasoning")
+
+
+def _marker(message) -> tuple[str, str] | None:
+    """("openai" or "omp", what says so) for a message only one of the two shapes has."""
+    if not isinstance(message, dict):
+        return None
+    role = message.get("role")
+    if role == "tool":
+        return "openai", "role 'tool'"
+    if role == "toolResult":
+        return "omp", "role 'toolResult'"
+    for key in _OPENAI_ONLY_KEYS:
+        if key in message:
+            return "openai", f"a {key!r} field"
+    content = message.get("content")
+    if role == "assistant" and isinstance(content, str):
+        return "openai", "string content in an assistant message"
+    if role == "assistant" and isinstance(content, list):
+        for part in content:
+            if isinstance(part, dict) and part.get("type") in ("thinking", "toolCall"):
+                return "omp", f"a {part['type']!r} part"
+    return None
+
+
+def message_shape(messages) -> str | None:
+    """Which shape `messages` are in: "openai" (the chat-completions API's: `tool` messages,
+    `tool_calls`, string assistant content) or "omp" (OMP's: `toolResult` messages, `thinking` and
+    `toolCall` parts); None when no message tells them apart (then both shapes render the same).
+    Raises `ShapeError` naming two messages of different shapes."""
+    from .render.shapes import ShapeError
+
+    found = None
+    for i, message in enumerate(messages if isinstance(messages, (list, tuple)) else ()):
+        marker = _marker(message)
+        if marker is None:
+            continue
+        if found is None:
+            found = (i, *marker)
+        elif marker[0] != found[1]:
+            raise ShapeError(f"messages[{i}]", f"is in {marker[0].upper()} shape ({marker[1]}), but messages[{found[0]}]"
+                             f" is in {found[1].upper()} shape ({found[2]}): one conversation takes one shape")
+    return found[1] if found else None
 
 
 def to_openai_messages(text: str | Transcript) -> list:

@@ -93,6 +93,24 @@ def _omp_calls(n):
                for i in range(n)])
 
 
+def _official_string_calls(n):
+    # OpenAI's shape: arguments as JSON strings, each decoded, and results matched by id
+    messages = _official_calls(n)
+    for call in messages[1]["tool_calls"]:
+        call["function"]["arguments"] = '{"i": %d, "s": "v\\u00e9"}' % call["function"]["arguments"]["i"]
+    return messages
+
+
+def _string_arguments(body):
+    return [{"role": "user", "content": "q"},
+            {"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": body}}]}]
+
+
+def _huge_argument_string(n):
+    return _string_arguments('{"text": "' + 'a\\"\\u003e\\n' * (n // 4) + '"}')
+
+
+
 def _render_entries():
     from gemma4_lark.render import omp
     from gemma4_lark.render.official import render_chat
@@ -101,12 +119,15 @@ def _render_entries():
     # item, so the quadratic term only shows from some thousands of messages on
     return {"render_chat turns": (render_chat, _official_turns, 8000),
             "render_chat calls+results": (render_chat, _official_calls, 500),
+            "render_chat string arguments, calls+results": (render_chat, _official_string_calls, 500),
+            "render_chat one huge argument string": (render_chat, _huge_argument_string, 100_000),
             "omp transcript turns": (omp.render_transcript, _omp_turns, 8000),
             "omp transcript calls+results": (omp.render_transcript, _omp_calls, 500)}
 
 
 @pytest.mark.parametrize("name", ["render_chat turns", "render_chat calls+results", "omp transcript turns",
-                                  "omp transcript calls+results"])
+                                  "omp transcript calls+results", "render_chat string arguments, calls+results",
+                                  "render_chat one huge argument string"])
 def test_render_time_grows_linearly(name):
     render, shape, size = _render_entries()[name]  # messages, or calls and as many results
     render(shape(size))

@@ -213,7 +213,9 @@ def test_media_after_an_object_result_reads_and_renders_back():
 
 
 def test_a_leading_developer_turn_survives_read_and_render():
-    text = render_chat([{"role": "tool", "content": "x"}, {"role": "developer", "content": "d"}])
+    # a result with no call before it: the template writes nothing of it (an error by default)
+    text = render_chat([{"role": "tool", "content": "x"}, {"role": "developer", "content": "d"}],
+                       unmatched_tool_call_id="keep")
     assert text == "<bos><|turn>developer\nd<turn|>\n"
     assert render_chat(**read_official(text).render_kwargs()) == text
 

@@ -122,7 +122,8 @@ _tools = st.lists(st.builds(
     lambda name, description, key, property_description, enum: {"type": "function", "function": {
         "name": name, "description": description, "parameters": {"type": "object", "properties": {
             key: {"type": "string", "description": property_description, "enum": enum}}, "required": [key]}}},
-    _word | _name, _text, _key, _text, st.lists(_text, min_size=1, max_size=2)), max_size=2)
+    _word | _name, _text, _key, _text, st.lists(_text, min_size=1, max_size=2)), max_size=2,
+    unique_by=lambda tool: tool["function"]["name"])  # tools.read_tools refuses a name twice
 
 
 def _official_text(content, role, unsafe):
@@ -262,7 +263,7 @@ def _wide_conversations(draw):
 
 
 @settings(deadline=None)
-@given(_wide_conversations(), st.lists(_wide_tool, max_size=2), st.sampled_from(OPTIONS), st.sampled_from(["e2b", "31b"]),
+@given(_wide_conversations(), st.lists(_wide_tool, max_size=2, unique_by=lambda t: t["function"]["name"]), st.sampled_from(OPTIONS), st.sampled_from(["e2b", "31b"]),
        st.sampled_from(["error", "strip"]))
 def test_official_prompt_keeps_its_structure_and_renders_back(messages, tools, options, variant, unsafe):
     """Wider conversations (media, list contents, nested schemas, every option): what renders has exactly the calls and declarations given, and reading it gives
@@ -363,7 +364,8 @@ def test_omp_transcript_reads_back_or_is_refused(messages, unsafe):
 @given(st.lists(st.builds(lambda name, description, examples, enum, key: {
     "name": name, "description": description, "examples": examples,
     "parameters": {"type": "object", "properties": {key: {"type": "string", "enum": enum, "description": description}}}},
-    _word | _name, _text, st.lists(_text, max_size=2), st.lists(_text, min_size=1, max_size=2), _key), max_size=2),
+    _word | _name, _text, st.lists(_text, max_size=2), st.lists(_text, min_size=1, max_size=2), _key), max_size=2,
+    unique_by=lambda tool: tool["name"]),  # tools.read_tools refuses a name twice
     st.sampled_from(["error", "strip"]))
 def test_omp_inventory_holds_no_control_token_and_no_line_outside_a_comment(tools, unsafe):
     try:

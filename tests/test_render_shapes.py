@@ -38,7 +38,7 @@ OFFICIAL = [
     ([{"role": "assistant", "reasoning_content": _deep(5000)}], None, r"messages\[0\]\.reasoning_content:"),
     ([{"role": "tool", "tool_call_id": {}, "content": "r"}], None, r"messages\[0\]\.tool_call_id:"),
     (Q, _tool(parameters={"type": "object", "properties": [1]}), r"tools\[0\]\.parameters\.properties: must be an object"),
-    (Q, _tool(description=_deep(5000)), r"tools\[0\]\.description: must be a string"),
+    (Q, _tool(description=_deep(5000)), r"tools\[0\]\.function\.description: must be a string"),  # tools.read_tools
     (Q, _tool(description=None), r"tools\[0\]\.description: must be a string"),
     (Q, _tool(parameters={"type": "object", "properties": {"a": {"type": "string", "description": _deep(5000)}}}),
      r"tools\[0\]\.parameters\.properties\.a\.description: must be a string"),
@@ -47,7 +47,7 @@ OFFICIAL = [
     (Q, _tool(parameters={"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {}},
                                                                   "required": [_deep(5000)]}}}),
      r"tools\[0\]\.parameters\.properties\.a\.required\[0\]: must be a string"),
-    (Q, [{"type": "function"}], r"tools\[0\]: has no 'function'"),
+    (Q, [{"type": "function"}], r"tools\[0\]: has neither 'function' nor 'name'"),  # tools.read_tools
 ]
 
 
@@ -59,7 +59,8 @@ def test_official_refuses_a_malformed_shape_naming_the_field(messages, tools, fi
 
 
 OMP = [
-    ([{"role": "assistant", "content": "hi"}], r"messages\[0\]\.content: must be an array"),
+    # (string content is OpenAI's shape, which render_transcript converts: tests/test_openai_messages_in.py)
+    ([{"role": "assistant", "content": 5}], r"messages\[0\]\.content: must be an array"),
     ([{"role": "user", "content": 5}], r"messages\[0\]\.content: must be"),
     ([{"role": "user", "content": [5]}], r"messages\[0\]\.content\[0\]: must be an object"),
     ([{"role": "user", "content": [{"type": "image", "mimeType": _deep(5000)}]}],

@@ -19,7 +19,8 @@ from test_shared_data import MESSAGES, TOOLS
 def _object_tools():
     # a non-object `response` makes the template write a trailing comma (a template bug the
     # grammar rejects), so round trips use object responses
-    return st.lists(_tool.filter(lambda t: t["function"].get("response", {"type": "object"})["type"] == "object"), max_size=2)
+    return st.lists(_tool.filter(lambda t: t["function"].get("response", {"type": "object"})["type"] == "object"), max_size=2,
+                    unique_by=lambda t: t["function"]["name"])  # one declaration per name (tools.read_tools)
 
 
 @settings(max_examples=120)

@@ -66,11 +66,13 @@ _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _CONSTANTS = {"null": None, "true": True, "false": False}
 
 
-def _parse_iteratively(text: str):
+def _parse_iteratively(text: str, unique_keys: bool = False):
     """json.loads with an explicit stack of open arrays and objects: the same values and the same
-    errors (json's own string and number scanners), in linear time, at any depth."""
+    errors (json's own string and number scanners), in linear time, at any depth. Every failure is
+    a `json.JSONDecodeError` with its position; `unique_keys`: an object naming a key twice is one
+    (json.loads keeps the last)."""
     ws = _WHITESPACE.match
-    stack: list = []  # [container, key of the member being read (objects)]
+    stack: list = []  # [container, key of the member being read (objects), where that key starts]
     i = ws(text).end()
     while True:
         # a value starts at i
@@ -80,7 +82,7 @@ def _parse_iteratively(text: str):
             if text.startswith("}" if char == "{" else "]", i):
                 value, i = ({} if char == "{" else []), i + 1
             else:
-                entry = [{}, None] if char == "{" else [[], None]
+                entry = [{}, None, i] if char == "{" else [[], None, i]
                 if char == "{":
                     entry[1], i = _member_key(text, i)
                 stack.append(entry)
@@ -91,14 +93,17 @@ def _parse_iteratively(text: str):
             number = NUMBER_RE.match(text, i)
             if number:
                 integer, fraction, exponent = number.groups()
-                value = float(integer + (fraction or "") + (exponent or "")) if fraction or exponent else int(integer)
+                try:
+                    value = float(integer + (fraction or "") + (exponent or "")) if fraction or exponent else int(integer)
+                except ValueError as error:  # more digits than int() converts (sys.get_int_max_str_digits)
+                    raise json.JSONDecodeError(str(error), text, i) from None
                 i = number.end()
             else:
                 word = next((w for w in _CONSTANTS if text.startswith(w, i)), None)
                 if word is None:
                     for constant in ("NaN", "Infinity", "-Infinity"):
                         if text.startswith(constant, i):
-                            _reject_constant(constant)
+                            raise json.JSONDecodeError(f"{constant} is not JSON", text, i)
                     raise json.JSONDecodeError("Expecting value", text, i)
                 value, i = _CONSTANTS[word], i + len(word)
         # the value is complete: it goes into the container open around it, and closes those that end
@@ -112,12 +117,15 @@ def _parse_iteratively(text: str):
             container = entry[0]
             is_object = isinstance(container, dict)
             if is_object:
+                if unique_keys and entry[1] in container:
+                    raise json.JSONDecodeError(f"key {entry[1]!r} is given twice in one object", text, entry[2])
                 container[entry[1]] = value
             else:
                 container.append(value)
             if text.startswith(",", i):
                 i = ws(text, i + 1).end()
                 if is_object:
+                    entry[2] = i
                     entry[1], i = _member_key(text, i)
                 break
             if not text.startswith("}" if is_object else "]", i):

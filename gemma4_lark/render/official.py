@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .. import tokens
 from ..parser import DEFAULT_MAX_DEPTH
-from .shapes import check_chat, expect
+from .shapes import ShapeError, check_chat, check_tool_results, expect, read_arguments
 from .safety import Run, UnsafeContentError, check_name, check_policy, guard, guard_run, strip_controls
 from .values import ValueWriter, check_depth, key_bare, key_bare_if_possible, key_quoted, python_number
 
@@ -258,10 +258,9 @@ class _Renderer:
         if isinstance(arguments, dict):
             body = self.bare.write(arguments, where + ".function.arguments", max_depth=self.max_depth)
             out.append(body[1:-1])
-        elif arguments is not None:
-            raise ValueError(
-                "chat_template: tool_calls[].function.arguments must be a JSON object (mapping), not a string. "
-                f"Deserialize arguments before passing to the template. ({where})")
+        elif arguments is not None:  # a string was decoded already (shapes.read_arguments)
+            raise ShapeError(f"{where}.function.arguments",
+                             f"must be an object or a JSON string of one, not {type(arguments).__name__}")
         out.append("}" + tokens.TOOL_CALL_CLOSE)
         return "".join(out)
 
@@ -307,20 +306,30 @@ def strip_thinking(text: str) -> str:
 
 def render_chat(messages, tools=None, *, add_generation_prompt: bool = False, enable_thinking: bool = False,
                 preserve_thinking: bool = False, variant: str = "e2b", unsafe: str = "error",
-                model: str | None = None, max_depth: int = DEFAULT_MAX_DEPTH) -> str:
-    """OpenAI-style `messages` (and `tools`) as the official Gemma 4 chat template renders them.
+                model: str | None = None, max_depth: int = DEFAULT_MAX_DEPTH,
+                unmatched_tool_call_id: str = "error") -> str:
+    """`messages` (and `tools`) as the OpenAI chat-completions API sends them, as the official
+    Gemma 4 chat template renders them (docs/serving.md, "Messages in").
 
+    Beyond what the template takes: a call's `arguments` may be the JSON string OpenAI sends
+    (rendered exactly as the object it encodes), and a tool may be a bare function schema.
     variant: "e2b" (E2B/E4B) or "31b" (26B/31B). max_depth: the deepest nesting the prompt will be
-    read with (the parser's default). Raises `ValueError` where the template raises (string
-    `arguments`), for an unknown `variant` or `unsafe`, and for a value or schema nesting deeper
-    than `max_depth` once rendered (naming the field); `ShapeError` (a `ValueError` and a
+    read with (the parser's default). unmatched_tool_call_id: "error" (default) refuses a tool
+    result that answers no call of the message before it (see `shapes.check_tool_results`);
+    "keep" renders it as the template does. Raises `ValueError` for an unknown `variant`,
+    `unsafe` or `unmatched_tool_call_id`, and for a value or schema nesting deeper than
+    `max_depth` once rendered (naming the field); `ShapeError` (a `ValueError` and a
     `TypeError`) for a message or tool of the wrong shape, naming the field
-    (`messages[0].content[0]`); `UnsafeContentError` (a `ValueError`) for content with control
-    tokens (see `unsafe`); `WrongModelFamilyError` (a `ValueError`) when `model` is given and is
-    not a Gemma 4 id. Nothing else, whatever the input.
+    (`messages[0].content[0]`), and for a result matching no call; `ArgumentsError` (a
+    `ShapeError`) for string arguments that are not a JSON object, with the position in the
+    string; `UnsafeContentError` (a `ValueError`) for content with control tokens (see
+    `unsafe`); `WrongModelFamilyError` (a `ValueError`) when `model` is given and is not a Gemma
+    4 id. Nothing else, whatever the input.
     """
     check_policy(unsafe)
-    check_chat(messages, tools)
+    tools = check_chat(messages, tools)
+    check_tool_results(messages, unmatched_tool_call_id)
+    messages = read_arguments(messages)
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
     if model is not None:

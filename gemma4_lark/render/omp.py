@@ -18,7 +18,7 @@ from ..model import ToolCall
 from . import js
 from ..parser import DEFAULT_MAX_DEPTH
 from .safety import check_name, check_policy, guard, guard_run
-from .shapes import check_transcript, expect
+from .shapes import check_transcript, check_unmatched_policy, expect
 from .values import ValueWriter, check_depth, key_bare_if_possible
 
 def _finite_number(value) -> str:
@@ -158,18 +158,39 @@ def _results_of(messages, start: int, unsafe: str, max_depth: int):
 
 
 def render_transcript(messages, *, unsafe: str = "error", model: str | None = None,
-                      max_depth: int = DEFAULT_MAX_DEPTH) -> str:
+                      max_depth: int = DEFAULT_MAX_DEPTH, unmatched_tool_call_id: str = "error") -> str:
     """`<bos>` then one turn per message (`developer` becomes `system`); an assistant message is a
     `model` turn holding its thinking, its text, its calls, and the results that follow it.
+
+    `messages` are OMP's, or OpenAI's chat messages (told apart by `messages.message_shape`: `tool`
+    messages, `tool_calls`, string assistant content), which are converted by
+    `messages.from_openai_messages` first (docs/serving.md, "Messages in"; unmatched_tool_call_id
+    is its policy for results that answer no call).
 
     Raises `UnsafeContentError` (a `ValueError`) for content that would forge structure under
     unsafe="error", `ValueError` for an unknown `unsafe` or an unknown role and for a value nesting
     deeper than `max_depth` once rendered, `ShapeError` (a `ValueError` and a `TypeError`) for a
-    message of the wrong shape, naming the field (`messages[0].content`), `TypeError` for a value
+    message of the wrong shape, naming the field (`messages[0].content`), for a conversation that
+    mixes the two shapes and for an OpenAI result that answers no call, `ArgumentsError` (a
+    `ShapeError`) for OpenAI string arguments that are not a JSON object, `TypeError` for a value
     with no text in the value language, `WrongModelFamilyError` (a `ValueError`) when `model` is
     given and is not a Gemma 4 id.
     """
     check_policy(unsafe)
+    from ..messages import convert_openai_messages, message_shape, rename_fields  # it reads prompts back
+
+    check_unmatched_policy(unmatched_tool_call_id)
+    if message_shape(messages) != "openai":
+        return _render_transcript(messages, unsafe, model, max_depth)
+    messages, fields = convert_openai_messages(messages, unmatched_tool_call_id)
+    try:
+        return _render_transcript(messages, unsafe, model, max_depth)
+    except (ValueError, TypeError) as error:
+        rename_fields(error, fields)  # the caller's fields, not those of the converted messages
+        raise
+
+
+def _render_transcript(messages, unsafe: str, model: str | None, max_depth: int) -> str:
     check_transcript(messages)
     if model is not None:
         from ..family import require_gemma4
@@ -221,13 +242,23 @@ def _openai_tool(tool: dict) -> dict:
     return {"type": "function", "function": function}
 
 
+def _functions(tools) -> list:
+    """The tools as bare function schemas (OMP's shape), whichever of OpenAI's shapes they came in."""
+    from ..tools import read_tools
+
+    return [tool.function for tool in read_tools(tools)]
+
+
 def render_tool_catalog(tools, *, unsafe: str = "error") -> str:
-    """One compact OpenAI-style JSON object per tool, one per line.
+    """One compact OpenAI-style JSON object per tool, one per line. `tools`: bare function
+    schemas or OpenAI's `{"type": "function", "function": ...}` (see `tools.read_tools`).
 
     Raises `UnsafeContentError` (a `ValueError`) for content that would forge structure under
-    unsafe="error", `ValueError` for an unknown `unsafe`.
+    unsafe="error", `ValueError` for an unknown `unsafe`, `ShapeError` (a `ValueError`) for a tool
+    of the wrong shape, naming the field.
     """
     check_policy(unsafe)
+    tools = _functions(tools)
     return "\n".join(guard(js.dumps(_openai_tool(t)), f"tools[{i}]", unsafe) for i, t in enumerate(tools))
 
 
@@ -310,9 +341,11 @@ def render_tool_inventory(tools, *, unsafe: str = "error") -> str:
 
     Raises `UnsafeContentError` (a `ValueError`) for content that would forge structure under
     unsafe="error", `ValueError` for an unknown `unsafe` or a schema nesting deeper than 512,
-    `ShapeError` (a `ValueError`) for a description that is not a string.
+    `ShapeError` (a `ValueError`) for a tool of the wrong shape or a description that is not a
+    string. `tools`: bare function schemas or OpenAI's `{"type": "function", "function": ...}`.
     """
     check_policy(unsafe)
+    tools = _functions(tools)
     lines = ["## functions", "", "namespace functions {", ""]
     for i, tool in enumerate(tools):
         where = f"tools[{i}]"

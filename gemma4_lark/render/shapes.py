@@ -9,6 +9,8 @@ on it or write it as nonsense: fields a renderer ignores may hold anything.
 
 from __future__ import annotations
 
+import json
+
 from .safety import describe
 
 
@@ -65,8 +67,175 @@ def _message(message, where, roles_key: str = "role") -> str:
     return expect(message[roles_key], _TEXT, (where, roles_key))
 
 
-def check_chat(messages, tools) -> None:
-    """OpenAI-style messages and tools as `official.render_chat` reads them."""
+class ArgumentsError(ShapeError):
+    """`tool_calls[].function.arguments` given as a string that is not a JSON object: not JSON
+    (`pos`, `lineno` and `colno` say where in the string, 0-based offset and 1-based line and
+    column, as `json.JSONDecodeError` does), or JSON of another type (then they are None)."""
+
+    def __init__(self, where, message: str, pos: int | None = None, lineno: int | None = None,
+                 colno: int | None = None):
+        self.pos, self.lineno, self.colno = pos, lineno, colno
+        super().__init__(where, message)
+
+
+def _not_json(constant: str):
+    raise ValueError(f"{constant} is not JSON")
+
+
+def _unique_members(pairs: list) -> dict:
+    members = dict(pairs)
+    if len(members) < len(pairs):
+        raise ValueError("a key given twice")
+    return members
+
+
+def decode_arguments(text: str, where) -> dict:
+    """A call's arguments as OpenAI sends them, a JSON string, as the object it encodes: the
+    value `json.loads` gives, so that rendering it writes exactly what rendering that dict does.
+    JSON means RFC 8259 as `JSON.parse` reads it, so NaN and Infinity are refused; so is an
+    object naming a key twice (json.loads would keep the last value and lose the other without a
+    word). Any depth decodes, in linear time; the renderer then refuses a value nesting deeper than
+    the parser reads, with the same error as for a dict. Raises `ArgumentsError` (a ShapeError,
+    so a ValueError) naming `where` and the position in the string."""
+    try:
+        value = json.loads(text, object_pairs_hook=_unique_members, parse_constant=_not_json)
+    except json.JSONDecodeError as error:
+        raise _not_json_error(where, error) from None
+    except (ValueError, RecursionError):
+        # a key given twice, a constant, too many digits (no position from json.loads), or
+        # nesting deeper than json's recursive reader goes: the same reading, iteratively, and
+        # with the position of whatever fails
+        from .js import _parse_iteratively
+
+        try:
+            value = _parse_iteratively(text, unique_keys=True)
+        except json.JSONDecodeError as error:
+            raise _not_json_error(where, error) from None
+    if not isinstance(value, dict):
+        raise ArgumentsError(where, f"must be a JSON object, not {_kind(value)} (the arguments of a call are"
+                                    " an object; a call without arguments has '{}')")
+    return value
+
+
+def _not_json_error(where, error: json.JSONDecodeError) -> ArgumentsError:
+    return ArgumentsError(where, f"is not JSON: {error.msg} at line {error.lineno} column {error.colno}"
+                                 f" (offset {error.pos}) of the string", error.pos, error.lineno, error.colno)
+
+
+def read_arguments(messages) -> list:
+    """`messages` with every call's string `arguments` decoded (see `decode_arguments`); the
+    messages that hold none are the same objects, and none of the caller's is changed."""
+    out = messages
+    for i, message in enumerate(messages):
+        calls = message.get("tool_calls") if message.get("role") != "tool" else None
+        if not calls or not any(isinstance(call["function"].get("arguments"), str) for call in calls):
+            continue
+        if out is messages:
+            out = list(messages)
+        decoded = []
+        for k, call in enumerate(calls):
+            function = call["function"]
+            arguments = function.get("arguments")
+            if isinstance(arguments, str):
+                function = {**function, "arguments": decode_arguments(
+                    arguments, f"messages[{i}].tool_calls[{k}].function.arguments")}
+                call = {**call, "function": function}
+            decoded.append(call)
+        out[i] = {**message, "tool_calls": decoded}
+    return out
+
+
+UNMATCHED_POLICIES = ("error", "keep")
+
+
+def check_unmatched_policy(policy: str) -> None:
+    if policy not in UNMATCHED_POLICIES:
+        raise ValueError(f"unmatched_tool_call_id must be one of {UNMATCHED_POLICIES}, not {policy!r}")
+
+
+def _ids_hint(call_ids: dict, wanted) -> str:
+    shown = ", ".join(repr(k) for k in list(call_ids)[:8]) + (", ..." if len(call_ids) > 8 else "")
+    hint = ""
+    for known in call_ids:
+        if known is not None and str(known) == str(wanted):
+            hint = f" ({wanted!r} is {_kind(wanted)}, the call's id {known!r} is {_kind(known)})"
+            break
+    return f"the calls' ids are {shown}{hint}" if call_ids else "its calls have no ids"
+
+
+def check_tool_results(messages, policy: str = "error", *, orphans_render: bool = False) -> list:
+    """For every `tool` message, the name of the function whose result it is (None where the
+    policy keeps what the official template does); with policy="error", a `ShapeError` for a
+    result that answers no call of the message it follows:
+
+    - a `tool_call_id` that is not the id of one of the calls of the message before the run of
+      tool messages (`messages[3].tool_call_id`);
+    - neither a `tool_call_id` nor a `name` (the template writes `response:unknown`);
+    - a `tool_call_id` that two calls of different functions share (the template would take the
+      last one's name);
+    - with `orphans_render` False (the official template), a result with content after a message
+      that makes no calls: the template writes nothing of it.
+
+    policy="keep" renders such results as the template does. Messages are those `check_chat` took."""
+    check_unmatched_policy(policy)
+    names: list = []
+    owner = None  # (index, {id: name}) of the message the current run of results follows
+    legacy = None
+    for i, message in enumerate(messages):
+        if message["role"] != "tool":
+            calls = message.get("tool_calls")
+            owner = None
+            legacy = i if calls and message.get("tool_responses") else None  # its results are inside it
+            if calls and legacy is None:
+                call_ids: dict = {}  # id -> [(index of the call, its name)]
+                for k, call in enumerate(calls):
+                    if call.get("id") is not None:
+                        call_ids.setdefault(call["id"], []).append((k, call["function"]["name"]))
+                owner = (i, call_ids)
+            names.append(None)
+            continue
+        where = f"messages[{i}]"
+        call_id, name = message.get("tool_call_id"), message.get("name")
+        if owner is None:
+            names.append(None)
+            if policy == "keep":
+                continue
+            before = (f"messages[{legacy}] gives its results in tool_responses" if legacy is not None
+                      else "no message before it makes tool calls")
+            if call_id is not None:
+                raise ShapeError(f"{where}.tool_call_id", f"{call_id!r} matches no call: {before} (pass"
+                                 " unmatched_tool_call_id='keep' to render it as the template does)")
+            if not orphans_render and message.get("content") not in (None, "", [], ()):
+                raise ShapeError(where, f"is a tool result the template writes nothing of: {before} (pass"
+                                 " unmatched_tool_call_id='keep' to drop it)")
+            continue
+        at, call_ids = owner
+        if call_id is not None:
+            if call_id in call_ids:
+                matched = call_ids[call_id]
+                if policy == "error" and len({name for _, name in matched}) > 1:
+                    (first, first_name), (other, other_name) = matched[0], next(
+                        m for m in matched if m[1] != matched[0][1])
+                    raise ShapeError(f"{where}.tool_call_id", f"{call_id!r} is the id of two calls of messages[{at}]"
+                                     f" (tool_calls[{first}] of {first_name!r}, tool_calls[{other}] of"
+                                     f" {other_name!r}): which one it answers is unknown")
+                names.append(matched[-1][1])  # the template takes the last call with the id
+                continue
+            if policy == "error":
+                raise ShapeError(f"{where}.tool_call_id", f"{call_id!r} matches no call of messages[{at}]:"
+                                 f" {_ids_hint(call_ids, call_id)} (pass unmatched_tool_call_id='keep' to"
+                                 " render it as the template does, under its name or 'unknown')")
+        elif name is None and policy == "error":
+            raise ShapeError(where, f"has neither a tool_call_id nor a name: which call of messages[{at}] it"
+                             " answers is unknown (pass unmatched_tool_call_id='keep' to render it as"
+                             " 'unknown', as the template does)")
+        names.append(name)
+    return names
+
+
+def check_chat(messages, tools) -> list | None:
+    """OpenAI-style messages and tools as `official.render_chat` reads them; the tools as it
+    writes them (see `read_chat_tools`)."""
     expect(messages, _ARRAY, "messages")
     for i, message in enumerate(messages):
         where = f"messages[{i}]"
@@ -97,18 +266,21 @@ def check_chat(messages, tools) -> None:
         for k, response in enumerate(responses or ()):
             expect(response, _OBJECT, f"{where}.tool_responses[{k}]")
             expect(response.get("name"), _TEXT, f"{where}.tool_responses[{k}].name", optional=True)
-    for i, tool in enumerate(expect(tools, _ARRAY, "tools", optional=True) or ()):
-        where = f"tools[{i}]"
-        expect(tool, _OBJECT, where)
-        if "function" not in tool:
-            raise ShapeError(where, "has no 'function'")
-        function = expect(tool["function"], _OBJECT, f"{where}.function")
-        if "name" not in function:
-            raise ShapeError(f"{where}.function", "has no 'name'")
-        expect(function["name"], _TEXT, f"{where}.name")
-        if "description" in function:  # the template would write str() of anything else
-            expect(function["description"], _TEXT, f"{where}.description")
-        parameters = expect(function.get("parameters"), _OBJECT, f"{where}.parameters", optional=True)
+    return read_chat_tools(tools)
+
+
+def read_chat_tools(tools) -> list | None:
+    """The tools as `official.render_chat` writes them: read by `tools.read_tools` (OpenAI-wrapped
+    or bare function schemas), each as `{"type": "function", "function": SCHEMA}`; None for none."""
+    from ..tools import read_tools  # it builds on this module
+
+    if tools is None:
+        return None
+    read = read_tools(tools)
+    for i, tool in enumerate(read):
+        function = tool.function
+        where = f"tools[{i}]"  # the renderer's short name for the function's fields, as before
+        parameters = tool.parameters
         if parameters:
             expect(parameters.get("properties"), _OBJECT, f"{where}.parameters.properties", optional=True)
             for k, name in enumerate(expect(parameters.get("required"), _ARRAY, f"{where}.parameters.required",
@@ -117,6 +289,7 @@ def check_chat(messages, tools) -> None:
         if "response" in function:
             response = expect(function["response"], _OBJECT, f"{where}.response")
             expect(response.get("description"), _TEXT, f"{where}.response.description", optional=True)
+    return [{"type": "function", "function": tool.function} for tool in read]
 
 
 def check_transcript(messages) -> None:
