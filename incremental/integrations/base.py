@@ -59,7 +59,8 @@ def stream_parser_options(tools: Any = None, tool_choice: Any = None) -> dict[st
 
 @dataclass
 class Delta:
-    """One server call's worth of output: `content`, `reasoning` (None when there is none), and
+    """One server call's worth of output: `content`, `reasoning` (None when there is none; "" when
+    a thought opened with no text yet), and
     `tool_calls`, OpenAI tool-call deltas (`index`, and `id`, `type`, `function.name` on a call's
     first; `function.arguments` fragments; `error` on the delta that voids a streamed call)."""
 
@@ -68,7 +69,8 @@ class Delta:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.content or self.reasoning or self.tool_calls)
+        # an empty thought still says there was one (`reasoning` "")
+        return bool(self.content or self.reasoning is not None or self.tool_calls)
 
 
 def merge_chunks(chunks: Iterable[Mapping[str, Any]], reasoning_field: str) -> Delta:
@@ -83,7 +85,7 @@ def merge_chunks(chunks: Iterable[Mapping[str, Any]], reasoning_field: str) -> D
         part = chunk["choices"][0]["delta"]
         if part.get("content"):
             content.append(part["content"])
-        if part.get(reasoning_field):
+        if reasoning_field in part:
             reasoning.append(part[reasoning_field])
         for call in part.get("tool_calls", ()):
             if calls and calls[-1]["index"] == call["index"]:
@@ -91,7 +93,7 @@ def merge_chunks(chunks: Iterable[Mapping[str, Any]], reasoning_field: str) -> D
             else:
                 calls.append(json.loads(json.dumps(call)))  # a copy the caller may keep
     delta.content = "".join(content) or None
-    delta.reasoning = "".join(reasoning) or None
+    delta.reasoning = "".join(reasoning) if reasoning else None
     return delta
 
 
@@ -159,8 +161,9 @@ class ThoughtGate:
     """The thought an output opens with, streamed: for a server that hands the start of an output to
     a reasoning parser until that says reasoning is over, then the rest to a tool parser.
 
-    `feed(text)` returns (reasoning, content, forward): the thought's text, text to send as content
-    now (whitespace before a thought), and, once the thought is over, the raw text after it for the
+    `feed(text)` returns (reasoning, content, forward): the thought's text (None when the delta has
+    nothing of a thought, "" when it opened one with no text yet), text to send as content now
+    (whitespace before a thought), and, once the thought is over, the raw text after it for the
     tool parser (None until then; `ended` turns True). An output that does not open with a thought
     (`<|channel>thought`, after optional whitespace) is over at once: all of it is forwarded. A
     thought ends at `<channel|>`, or where the parser ends it (a `<|tool_call>`, a stop marker):
@@ -177,7 +180,7 @@ class ThoughtGate:
         if start_in_thinking:
             self._parser = StreamParser(start_in_thinking=True)
 
-    def feed(self, text: str) -> tuple[str, str, str | None]:
+    def feed(self, text: str) -> tuple[str | None, str, str | None]:
         if self.ended:
             raise RuntimeError("the thought is over: feed the rest to the tool parser")
         if self._parser is None:
@@ -186,42 +189,43 @@ class ThoughtGate:
             content = head[: len(head) - len(rest)]
             if not rest or (len(rest) < len(_THOUGHT_HEAD) and _THOUGHT_HEAD.startswith(rest)):
                 self._head = rest
-                return "", content, None
+                return None, content, None
             self._head = ""
             if not rest.startswith(_THOUGHT_HEAD):
                 self.ended = True
-                return "", content, rest
+                return None, content, rest
             self._parser = StreamParser()
             reasoning, forward = self._read(rest)
             return reasoning, content, forward
         reasoning, forward = self._read(text)
         return reasoning, "", forward
 
-    def _read(self, text: str) -> tuple[str, str | None]:
+    def _read(self, text: str) -> tuple[str | None, str | None]:
         held = self._held + text
         reasoning: list[str] = []
         accounted = self._held_at
         for event in self._parser.feed(text):
             kind = type(event)
-            if kind is ThinkingDelta:
-                reasoning.append(event.text)
+            if kind is ThinkingDelta or kind is ThinkingStart:
+                reasoning.append(event.text if kind is ThinkingDelta else "")
             elif kind is ThinkingEnd:
                 self.ended = True
-                return "".join(reasoning), held[event.span[1] - self._held_at:]
+                return "".join(reasoning) if reasoning else None, held[event.span[1] - self._held_at:]
             accounted = event.span[1]
         self._held = held[accounted - self._held_at:]
         self._held_at = accounted
-        return "".join(reasoning), None
+        return ("".join(reasoning) if reasoning else None), None
 
-    def finish(self) -> tuple[str, str]:
+    def finish(self) -> tuple[str | None, str]:
         """The end of the output while still in (or before) the thought: (reasoning, content)
         still held. Raises nothing."""
         if self.ended:
-            return "", ""
+            return None, ""
         self.ended = True
         if self._parser is None:
-            return "", self._head
-        return "".join(e.text for e in self._parser.flush() if type(e) is ThinkingDelta), ""
+            return None, self._head
+        held = [e.text for e in self._parser.flush() if type(e) is ThinkingDelta]
+        return ("".join(held) if held else None), ""
 
 
 @dataclass(frozen=True)

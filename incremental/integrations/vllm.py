@@ -45,11 +45,12 @@ def _delta_message(delta: Delta) -> DeltaMessage | None:
         return None
     calls = []
     for call in delta.tool_calls:
-        extra = {k: v for k, v in call.items() if k not in ("index", "id", "type", "function")}
-        function = call.get("function")
-        calls.append(DeltaToolCall(index=call["index"], id=call.get("id"), type=call.get("type"),
-                                   function=DeltaFunctionCall(**function) if function is not None else None,
-                                   **extra))
+        # Only the keys the delta has: vLLM serializes set fields, and a `type: null` on a later
+        # delta would overwrite the call's type in a client's accumulation.
+        fields = dict(call)
+        if "function" in fields:
+            fields["function"] = DeltaFunctionCall(**fields["function"])
+        calls.append(DeltaToolCall(**fields))
     return DeltaMessage(content=delta.content, reasoning=delta.reasoning, tool_calls=calls)
 
 
@@ -203,9 +204,9 @@ class Gemma4LarkReasoningParser(_StrippedCheck, ReasoningParser):
             return DeltaMessage(content=delta_text) if delta_text else None
         reasoning, content, forward = self._gate.feed(delta_text)
         content += forward or ""
-        if not reasoning and not content:
+        if reasoning is None and not content:
             return None
-        return DeltaMessage(reasoning=reasoning or None, content=content or None)
+        return DeltaMessage(reasoning=reasoning, content=content or None)
 
     def has_engine_confirmed_reasoning_end(self) -> bool:
         return self._gate is not None and self._gate.ended
@@ -215,9 +216,9 @@ class Gemma4LarkReasoningParser(_StrippedCheck, ReasoningParser):
         if self._gate is None:
             return None
         reasoning, content = self._gate.finish()
-        if not reasoning and not content:
+        if reasoning is None and not content:
             return None
-        return DeltaMessage(reasoning=reasoning or None, content=content or None)
+        return DeltaMessage(reasoning=reasoning, content=content or None)
 
 
 ToolParserManager.register_module(NAME, module=Gemma4LarkToolParser)
