@@ -166,9 +166,10 @@ class _HollowPackage(types.ModuleType):
 class StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Last on `sys.meta_path`: serves what nothing installed does, for the listed top-level names."""
 
-    def __init__(self, stubs: frozenset[str], aliases: dict[str, str]):
+    def __init__(self, stubs: frozenset[str], aliases: dict[str, str], versions: dict[str, str]):
         self.stubs = stubs
         self.aliases = aliases
+        self.versions = versions
         self.served: set[str] = set()
 
     def find_spec(self, fullname, path=None, target=None):
@@ -182,6 +183,8 @@ class StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return importlib.import_module(self.aliases[spec.name])
         module = _StubModule(spec.name)
         module.__path__ = []
+        if spec.name in self.versions:
+            module.__version__ = self.versions[spec.name]
         self.served.add(spec.name)
         return module
 
@@ -216,7 +219,7 @@ def activate(cache: Path) -> StubFinder:
             parent, _, name = package.rpartition(".")
             if parent:
                 setattr(sys.modules[parent], name, module)
-    finder = StubFinder(stubs, aliases)
+    finder = StubFinder(stubs, aliases, versions)
     sys.meta_path.append(finder)
     return finder
 

@@ -168,11 +168,13 @@ def test_streams_through_the_server_loop_accumulate_to_the_message(name, text, o
     assert finish == ("tool_calls" if calls or void else "stop")
 
 
-@pytest.mark.parametrize("name,text,options", [c for c in CASES if c[0] != "output-7"],
-                         ids=[c[0] for c in CASES if c[0] != "output-7"])
+# With thinking on, a second thought reaches the tool parser, which cannot know a first one went
+# before (vLLM links the two parsers by nothing): its reasoning follows without the "\n" separator.
+THINKING_CASES = [c for c in CASES if c[0] != "output-7" and c[2].get("parse_thinking", True)]
+
+
+@pytest.mark.parametrize("name,text,options", THINKING_CASES, ids=[c[0] for c in THINKING_CASES])
 def test_with_thinking_on_the_reasoning_parser_takes_the_opening_thought(name, text, options):
-    if not options.get("parse_thinking", True):
-        pytest.skip("no reasoning parser")
     prompt = TOKENIZER.prompt(in_thought=options.get("start_in_thinking", False))
     for tokens_per_step in (1, 3):
         chunks = stream(server(), request(), text, tokens_per_step, prompt,
