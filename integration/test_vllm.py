@@ -247,6 +247,8 @@ def test_token_level_answers_for_the_prompt_and_structured_outputs():
     assert on.is_reasoning_end_streaming(closed, [ids[tokens.CHANNEL_CLOSE], TEXT_TOKEN])
     assert not on.is_reasoning_end_streaming(prefilled + [TEXT_TOKEN], [TEXT_TOKEN])
     assert on.is_reasoning_end_streaming(prefilled, [ids[tokens.TOOL_CALL_OPEN]])
+    on.set_prompt_token_ids(prefilled)
+    assert on.count_reasoning_tokens([TEXT_TOKEN, TEXT_TOKEN, ids[tokens.CHANNEL_CLOSE], TEXT_TOKEN]) == 2
 
 
 def test_a_tokenizer_without_gemma_markers_fails_at_startup():

@@ -191,6 +191,9 @@ def test_marker_ids_answer_on_token_ids():
     assert ids.content_ids([channel, T, close, T, T]) == [T, T]
     assert ids.content_ids([channel, T, call, T]) == [call, T]
     assert ids.content_ids([T, T]) == [T, T]
+    assert ids.thought_tokens([channel, T, T, close, T]) == 2
+    assert ids.thought_tokens([T, close, T], start_inside=True) == 1
+    assert ids.thought_tokens([channel, T, call, T, T]) == 1
     assert ids.stripped("call:f{}", [call, T]) == tokens.TOOL_CALL_OPEN
     assert ids.stripped("<|tool_call>call", [call, T]) is None
     with pytest.raises(ValueError, match="not a Gemma 4 tokenizer"):
@@ -216,3 +219,25 @@ def test_gate_then_tool_stream_give_the_message_for_any_output(parts, size):
     assert (got_content or None) == want["content"]
     thoughts = [r for r in [reasoning] + [d.reasoning for d in merged] if r is not None]
     assert ("".join(thoughts) if thoughts else None) == want.get("reasoning_content")
+
+
+def test_adapters_sit_above_the_streaming_layer_and_ship_in_the_wheel():
+    """Nothing but the adapters imports them (so the rest never needs vLLM or SGLang), and the
+    package ships them with SGLang's plugin entry point."""
+    import ast
+    import pathlib
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    for folder in (root / "gemma4_lark", root / "incremental"):
+        for path in folder.rglob("*.py"):
+            if "integrations" in path.parts:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                         else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+                assert not [n for n in names if "integrations" in n], path
+    project = tomllib.loads((root / "pyproject.toml").read_text())
+    assert "gemma4_incremental.integrations" in project["tool"]["setuptools"]["packages"]
+    assert project["project"]["entry-points"]["sglang.srt.plugins"] == {
+        "gemma4-lark": "gemma4_incremental.integrations.sglang:register"}

@@ -286,6 +286,19 @@ class MarkerIds:
                 over = False
         return over
 
+    def thought_tokens(self, ids: Sequence[int], start_inside: bool = False) -> int:
+        """How many of an output's token ids are thought text (markers not counted);
+        `start_inside`: the prompt ended inside a thought. Raises nothing."""
+        count, inside = 0, start_inside
+        for token in ids:
+            if token == self.channel_open:
+                inside = True
+            elif token == self.channel_close or token == self.tool_call_open or token in self.boundaries:
+                inside = False
+            elif inside:
+                count += 1
+        return count
+
     def content_ids(self, ids: list[int]) -> list[int]:
         """The ids after the thought: after the last `<channel|>`, or from the `<|tool_call>` that
         ended it; all of them when neither is there. Raises nothing."""

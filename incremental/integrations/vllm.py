@@ -182,6 +182,9 @@ class Gemma4LarkReasoningParser(_StrippedCheck, ReasoningParser):
         # Asked while the thought is not over (callers latch True): the new tokens decide.
         return self.markers.ends_thought(delta_ids)
 
+    def count_reasoning_tokens(self, token_ids: Sequence[int]) -> int:
+        return self.markers.thought_tokens(token_ids, self._start_in_thinking)
+
     def extract_content_ids(self, input_ids: list[int]) -> list[int]:
         return self.markers.content_ids(list(input_ids))
 
