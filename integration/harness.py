@@ -194,10 +194,10 @@ class StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 def activate(cache: Path) -> StubFinder:
     """The extracted trees first on `sys.path`, the stub finder last on `sys.meta_path`."""
-    for distribution, version, _ in PINS:
-        root = str(cache / f"{distribution}-{version}")
-        if root not in sys.path:
-            sys.path.insert(0, root)
+    roots = [cache / f"{distribution}-{version}" for distribution, version, _ in PINS]
+    for root in roots:
+        if str(root) not in sys.path:
+            sys.path.insert(0, str(root))
     for finder in sys.meta_path:
         if isinstance(finder, StubFinder):
             return finder
@@ -213,8 +213,7 @@ def activate(cache: Path) -> StubFinder:
         if package not in sys.modules:
             folder = Path(*package.split("."))
             module = _HollowPackage(package)
-            module.__path__ = [str(root / folder) for root in map(Path, sys.path[:len(PINS)])
-                               if (root / folder).is_dir()]
+            module.__path__ = [str(root / folder) for root in roots if (root / folder).is_dir()]
             sys.modules[package] = module
             parent, _, name = package.rpartition(".")
             if parent:
