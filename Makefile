@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # Reinstall only when the project's metadata changes; otherwise this is a no-op.
 STAMP := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: test demo bench docs tables fuzz clean
+.PHONY: test demo bench docs tables fuzz integration clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,15 @@ docs: $(STAMP)
 # when they are stale; tests/test_cache_tables.py fails until they are.
 tables: $(STAMP)
 	$(BIN)/python -c 'from gemma4_lark import grammar; raise SystemExit(grammar.main())'
+
+# The adapters inside the pinned vLLM and SGLang (docs/serving.md): their wheels downloaded once
+# into $(INTEGRATION) (not installed: only their Python sources go on sys.path, with the stubs of
+# integration/stubs.txt for torch and the servers), then integration/'s tests.
+INTEGRATION := .cache/integration
+integration: $(STAMP)
+	$(BIN)/python -m pip download -q --no-deps -d $(INTEGRATION) vllm==0.33.0 sglang==0.5.23
+	$(BIN)/python integration/harness.py $(INTEGRATION)
+	GEMMA4_INTEGRATION_CACHE=$(INTEGRATION) $(BIN)/python -m pytest -q -p no:cacheprovider integration
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,261 @@
+"""The vLLM adapter inside vLLM 0.33: registered through vLLM's own plugin loader, composed by its
+`ParserManager`, and streamed through `OpenAIServingChat.chat_completion_stream_generator` (the
+server's SSE loop; only the engine and the HTTP layer are left out), the chunks accumulated by the
+OpenAI SDK; the non-streaming path through `chat_completion_full_generator`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from types import SimpleNamespace
+
+import pytest
+
+from cases import corpus
+from gemma4_incremental import parse_output
+from gemma4_incremental.openai import to_openai_message
+from gemma4_lark import tokens
+
+from openai.lib.streaming.chat import ChatCompletionStreamState
+from openai.types.chat import ChatCompletionChunk
+
+from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+from vllm.entrypoints.openai.chat_completion.serving import OpenAIServingChat
+from vllm.parser import ParserManager
+from vllm.reasoning import ReasoningParserManager
+from vllm.tool_parsers import ToolParserManager
+
+MODULE = "gemma4_incremental.integrations.vllm"
+TEXT_TOKEN = 10_000  # every piece of text that is not a marker: the adapters read text, not these ids
+TOOLS = [{"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
+         for name in ("get_weather", "a", "b", "g", "write", "set", "note", "f", "gdb", "todowrite")]
+
+
+class GemmaTokenizer:
+    """Gemma 4's control tokens, one id each; any other text is one token per character."""
+
+    def __init__(self):
+        self.ids = {marker: i for i, marker in enumerate(tokens.CONTROL_TOKENS, start=1)}
+
+    def get_vocab(self):
+        return dict(self.ids)
+
+    def tokenize(self, text):
+        """(piece, id) of `text`: a marker whole, other characters one by one."""
+        out, i = [], 0
+        while i < len(text):
+            marker = next((m for m in self.ids if text.startswith(m, i)), None)
+            if marker:
+                out.append((marker, self.ids[marker]))
+                i += len(marker)
+            else:
+                out.append((text[i], TEXT_TOKEN))
+                i += 1
+        return out
+
+    def prompt(self, in_thought=False):
+        """The generation prompt's ids: a model turn, with the thought prefill or not."""
+        ids = [self.ids[tokens.TURN_OPEN], TEXT_TOKEN]
+        return ids + ([self.ids[tokens.CHANNEL_OPEN], TEXT_TOKEN] if in_thought else [])
+
+
+TOKENIZER = GemmaTokenizer()
+
+
+def setup_module():
+    ToolParserManager.import_tool_parser(MODULE)            # what --tool-parser-plugin does
+    ReasoningParserManager.import_reasoning_parser(MODULE)  # what --reasoning-parser-plugin does
+
+
+def server(reasoning=True, tool_parser="gemma4-lark"):
+    """An OpenAIServingChat with the state its generators read (its __init__ wants an engine)."""
+    serving = object.__new__(OpenAIServingChat)
+    serving.parser_cls = ParserManager.get_parser(
+        tool_parser_name=tool_parser, reasoning_parser_name="gemma4-lark" if reasoning else None,
+        enable_auto_tools=True, model_name="google/gemma-4", tokenizer=TOKENIZER)
+    serving.enable_auto_tools = True
+    serving.model_config = None
+    serving.response_role = "assistant"
+    serving._include_reasoning_tokens_details = reasoning
+    serving.enable_force_include_usage = False
+    serving.enable_log_outputs = False
+    serving.request_logger = None
+    serving.system_fingerprint = None
+    serving.enable_per_request_metrics = False
+    serving.enable_prompt_tokens_details = False
+    serving.return_tokens_as_token_ids = False
+    return serving
+
+
+def request(**extra):
+    fields = {"model": "gemma-4", "messages": [{"role": "user", "content": "hi"}], "tools": TOOLS,
+              "tool_choice": "auto", "stream": True}
+    return ChatCompletionRequest(**(fields | extra))
+
+
+def engine_outputs(text, tokens_per_step, prompt, finish_reason="stop"):
+    """What the engine yields for `text`: RequestOutput-shaped steps of `tokens_per_step` tokens."""
+    pieces = TOKENIZER.tokenize(text)
+    steps = [pieces[i:i + tokens_per_step] for i in range(0, len(pieces), tokens_per_step)] or [[]]
+    for n, step in enumerate(steps):
+        last = n == len(steps) - 1
+        output = SimpleNamespace(index=0, text="".join(p for p, _ in step), token_ids=[t for _, t in step],
+                                 finish_reason=finish_reason if last else None, stop_reason=None, logprobs=None,
+                                 weight_versions=None)
+        output.routed_experts = output.spec_decode_metrics = None
+        yield SimpleNamespace(prompt_token_ids=prompt, encoder_prompt_token_ids=None, num_cached_tokens=0,
+                              num_cache_creation_tokens=0, prompt=None, outputs=[output], prompt_logprobs=None,
+                              kv_transfer_params=None, ec_transfer_params=None, metrics=None)
+
+
+async def _aiter(items):
+    for item in items:
+        yield item
+
+
+def stream(serving, req, text, tokens_per_step, prompt, chat_template_kwargs=None, finish_reason="stop"):
+    """The SSE chunks the server sends, as dicts."""
+    async def run():
+        out = []
+        async for frame in serving.chat_completion_stream_generator(
+                req, _aiter(list(engine_outputs(text, tokens_per_step, prompt, finish_reason))), "chatcmpl-1",
+                "gemma-4", [], TOKENIZER, SimpleNamespace(request_id="chatcmpl-1", final_usage_info=None),
+                chat_template_kwargs=chat_template_kwargs):
+            data = frame.removeprefix("data: ").strip()
+            if data != "[DONE]":
+                out.append(json.loads(data))
+        return out
+    return asyncio.run(run())
+
+
+def accumulate(chunks):
+    """The message the OpenAI SDK accumulates: content, reasoning, the calls that can run (name,
+    arguments), the void entries, and the finish reason."""
+    state = ChatCompletionStreamState()
+    for chunk in chunks:
+        assert "error" not in chunk, chunk
+        state.handle_chunk(ChatCompletionChunk.model_validate(chunk))
+    choice = state.current_completion_snapshot.choices[0]
+    message = choice.message.to_dict()
+    calls = message.get("tool_calls") or []
+    assert [c["index"] for c in calls] == list(range(len(calls)))
+    live = [(c["function"]["name"], c["function"]["arguments"]) for c in calls if "error" not in c]
+    void = [c for c in calls if "error" in c]
+    return message.get("content") or None, message.get("reasoning"), live, void, choice.finish_reason
+
+
+def expected(text, **options):
+    message = to_openai_message(parse_output(text, **options))
+    calls = [(c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls", ())]
+    return message["content"], message.get("reasoning_content"), calls
+
+
+CASES = corpus()
+
+
+@pytest.mark.parametrize("tokens_per_step", [1, 4, 1000])
+@pytest.mark.parametrize("name,text,options", CASES, ids=[c[0] for c in CASES])
+def test_streams_through_the_server_loop_accumulate_to_the_message(name, text, options, tokens_per_step):
+    reasoning = options.get("parse_thinking", True)
+    prompt = TOKENIZER.prompt(in_thought=options.get("start_in_thinking", False))
+    chunks = stream(server(reasoning=reasoning), request(), text, tokens_per_step, prompt)
+    content, thought, calls, void, finish = accumulate(chunks)
+    assert (content, thought, calls) == expected(text, **options)
+    for entry in void:  # a block that failed after its header went out: never runnable
+        with pytest.raises(ValueError):
+            json.loads(entry["function"]["arguments"])
+    assert finish == ("tool_calls" if calls or void else "stop")
+
+
+# With thinking on, a second thought reaches the tool parser, which cannot know a first one went
+# before (vLLM links the two parsers by nothing): its reasoning follows without the "\n" separator.
+THINKING_CASES = [c for c in CASES if c[0] != "output-7" and c[2].get("parse_thinking", True)]
+
+
+@pytest.mark.parametrize("name,text,options", THINKING_CASES, ids=[c[0] for c in THINKING_CASES])
+def test_with_thinking_on_the_reasoning_parser_takes_the_opening_thought(name, text, options):
+    prompt = TOKENIZER.prompt(in_thought=options.get("start_in_thinking", False))
+    for tokens_per_step in (1, 3):
+        chunks = stream(server(), request(), text, tokens_per_step, prompt,
+                        chat_template_kwargs={"enable_thinking": True})
+        content, thought, calls, _, _ = accumulate(chunks)
+        assert (content, thought, calls) == expected(text, **options)
+
+
+def test_an_unclosed_call_is_never_sent_runnable_and_its_text_goes_out_as_content():
+    text = 'Cut off: <|tool_call>call:write{path:<|"|>/tmp/a<|"|>,text:<|"|>half of it'
+    for tool_parser in ("gemma4-lark", "gemma4-lark-whole"):
+        chunks = stream(server(tool_parser=tool_parser), request(), text, 2, TOKENIZER.prompt(), finish_reason="length")
+        content, _, calls, void, finish = accumulate(chunks)
+        assert calls == [] and content == text and finish == "length"
+        assert len(void) == (1 if tool_parser == "gemma4-lark" else 0)
+        if void:
+            assert void[0]["function"]["arguments"].startswith('{"path": "/tmp/a", "text": "half')
+
+
+def test_arguments_stream_in_several_fragments_and_a_string_null_stays_a_string():
+    text = '<|tool_call>call:note{body:<|"|>' + "a long line of text, " * 8 + '<|"|>,v:<|"|>null<|"|>}<tool_call|>'
+    chunks = stream(server(), request(), text, 4, TOKENIZER.prompt())
+    fragments = [c["function"]["arguments"] for chunk in chunks for c in chunk["choices"][0]["delta"].get("tool_calls", ())
+                 if c.get("function", {}).get("arguments")]
+    assert len(fragments) > 5
+    assert json.loads("".join(fragments))["v"] == "null"
+
+
+def test_non_streaming_goes_through_the_same_parsers():
+    serving = server()
+    for name, text, options in CASES:
+        if options:
+            continue
+        req = request(stream=False)
+        parser = serving._make_parser(req, TOKENIZER, None)
+
+        async def run():
+            return await serving.chat_completion_full_generator(
+                req, _aiter(list(engine_outputs(text, len(text) + 1, TOKENIZER.prompt()))), "chatcmpl-1", "gemma-4",
+                [], TOKENIZER, SimpleNamespace(request_id="chatcmpl-1", final_usage_info=None), parser=parser)
+
+        message = asyncio.run(run()).choices[0].message
+        want_content, want_reasoning, want_calls = expected(text)
+        assert message.reasoning == want_reasoning, name
+        assert [(c.function.name, c.function.arguments) for c in message.tool_calls] == want_calls, name
+        assert (message.content or None) == want_content, name
+
+
+def test_the_request_keeps_special_tokens_and_a_server_that_strips_them_is_told(caplog):
+    serving = server()
+    req = request(skip_special_tokens=True)
+    parser = serving.parser_cls(TOKENIZER, req.tools)
+    assert parser.adjust_request(req).skip_special_tokens is False
+    call_open = TOKENIZER.ids[tokens.TOOL_CALL_OPEN]
+    with caplog.at_level(logging.WARNING):
+        parser.parse_delta("call:f{}", [call_open, TEXT_TOKEN], req, TOKENIZER.prompt(), finished=False)
+    assert parser.tool_parser.special_tokens_stripped == tokens.TOOL_CALL_OPEN
+    assert "skip_special_tokens" in caplog.text
+
+
+def test_token_level_answers_for_the_prompt_and_structured_outputs():
+    ids = TOKENIZER.ids
+    rp = ReasoningParserManager.get_reasoning_parser("gemma4-lark")
+    off, on = rp(TOKENIZER), rp(TOKENIZER, chat_template_kwargs={"enable_thinking": True})
+    plain, prefilled = TOKENIZER.prompt(), TOKENIZER.prompt(in_thought=True)
+    assert off.is_reasoning_end(plain) and not on.is_reasoning_end(plain)
+    assert not off.is_reasoning_end(prefilled) and not on.is_reasoning_end(prefilled)
+    closed = prefilled + [TEXT_TOKEN, ids[tokens.CHANNEL_CLOSE], TEXT_TOKEN]
+    assert on.is_reasoning_end(closed) and on.extract_content_ids(closed) == [TEXT_TOKEN]
+    assert on.is_reasoning_end_streaming(closed, [ids[tokens.CHANNEL_CLOSE], TEXT_TOKEN])
+    assert not on.is_reasoning_end_streaming(prefilled + [TEXT_TOKEN], [TEXT_TOKEN])
+    assert on.is_reasoning_end_streaming(prefilled, [ids[tokens.TOOL_CALL_OPEN]])
+    on.set_prompt_token_ids(prefilled)
+    assert on.count_reasoning_tokens([TEXT_TOKEN, TEXT_TOKEN, ids[tokens.CHANNEL_CLOSE], TEXT_TOKEN]) == 2
+
+
+def test_a_tokenizer_without_gemma_markers_fails_at_startup():
+    class Other:
+        def get_vocab(self):
+            return {"<s>": 1}
+
+    with pytest.raises(TypeError, match="gemma4-lark"):
+        ParserManager.get_parser(tool_parser_name="gemma4-lark", reasoning_parser_name="gemma4-lark",
+                                 enable_auto_tools=True, model_name="other", tokenizer=Other())
