@@ -75,7 +75,7 @@ def accumulate(chunks):
 
 
 def expected(text):
-    message = to_openai_message(parse_output(text, parse_thinking=False))
+    message = to_openai_message(parse_output(text, parse_thinking=False, tools=[t.model_dump() for t in TOOLS]))
     return message["content"], [(c["function"]["name"], c["function"]["arguments"])
                                 for c in message.get("tool_calls", ())]
 

@@ -146,7 +146,7 @@ def accumulate(chunks):
 
 
 def expected(text, **options):
-    message = to_openai_message(parse_output(text, **options))
+    message = to_openai_message(parse_output(text, tools=TOOLS, **options))
     calls = [(c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls", ())]
     return message["content"], message.get("reasoning_content"), calls
 
