@@ -32,7 +32,7 @@ from gemma4_lark.schema.lexeme import plain
 from gemma4_lark.schema.registry import ToolRegistry, compile_tools
 from gemma4_lark.tools import read_tool_choice
 from gemma4_lark.grammar import terminal_pattern
-from gemma4_lark.model import ThoughtPrefill
+from gemma4_lark.model import ThoughtPrefill, ToolResponse
 
 from gemma4_lark.events import (
     Event, Stop, StrayMarkup, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
@@ -184,7 +184,8 @@ class StreamParser:
 
         `options` are StreamParser's, except `start_in_thinking`, which is inferred. Raises
         `TypeError` when `prompt` is not a str or `start_in_thinking` is given, `ValueError` when the
-        prompt does not end in an open model turn (no generation prompt), and `GemmaSyntaxError`
+        prompt does not end in an open model turn (no generation prompt; a model turn the template
+        closed after tool results, with the message's text after them, counts as open), and `GemmaSyntaxError`
         (with its position) when the grammar rejects the prompt.
         """
         if not isinstance(prompt, str):
@@ -193,7 +194,12 @@ class StreamParser:
             raise TypeError("for_prompt() infers start_in_thinking from the prompt; do not pass it")
         turns = gemma4_lark.parse_transcript(prompt).turns
         last = turns[-1] if turns else None
-        if last is None or last.closed or last.role != "model":
+        # The official template closes a model turn whose message had both calls and text (the
+        # text goes after the results) and writes no new turn: the model goes on from there, after
+        # a thought prefill when thinking is on. Any other closed turn lacks the generation prompt.
+        continued = last is not None and last.closed and last.role == "model" and any(
+            isinstance(part, (ToolResponse, ThoughtPrefill)) for part in last.parts)
+        if last is None or last.role != "model" or (last.closed and not continued):
             raise ValueError("the prompt does not end in an open model turn: render it with the generation"
                              " prompt (add_generation_prompt=True)")
         prefilled = bool(last.parts) and isinstance(last.parts[-1], ThoughtPrefill)

@@ -250,7 +250,27 @@ def test_for_prompt_without_prefill_starts_in_text():
         assert [e.type for e in events] == ["text"]
 
 
+def test_for_prompt_after_a_turn_the_template_closed_after_results():
+    """A message with text and calls: the template writes the text after the results and closes the
+    turn, then (thinking on) a thought prefill; the model goes on from there."""
+    messages = _agent_messages()
+    messages[1] = dict(messages[1], content="Let me check.")
+    thinking = render_chat(messages, add_generation_prompt=True, enable_thinking=True)
+    assert thinking.endswith("Let me check.<turn|>\n<|channel>thought\n")
+    events = StreamParser.for_prompt(thinking).feed("Sunny.<channel|>It is sunny.")
+    assert "".join(e.text for e in events if e.type == "thinking_delta") == "Sunny."
+    assert "".join(e.text for e in events if e.type == "text") == "It is sunny."
+    plain = render_chat(messages, add_generation_prompt=True, enable_thinking=False)
+    assert plain.endswith("Let me check.<turn|>\n")
+    events = StreamParser.for_prompt(plain, strict=True).feed("It is sunny.")
+    assert [e.type for e in events] == ["text"]
+
+
 def test_for_prompt_errors():
+    with pytest.raises(ValueError, match="generation prompt"):  # an answered conversation, closed
+        StreamParser.for_prompt(render_chat([{"role": "user", "content": "hi"},
+                                             {"role": "assistant", "content": "hello"}]))
+
     with pytest.raises(ValueError, match="generation prompt"):
         StreamParser.for_prompt(render_chat([{"role": "user", "content": "hi"}]))
     with pytest.raises(TypeError):
