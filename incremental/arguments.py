@@ -27,6 +27,7 @@ is decoded.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
@@ -48,8 +49,10 @@ _LITERALS = {"TRUE": "true", "FALSE": "false", "NULL": "null", "NULL_PYTHON": "n
 # (after whitespace): no terminal but a string holds them, and no terminal's lookahead reads past them.
 _CONFIRMER = re.compile(r"[ \t\r\n]*[,}\]:]")
 _ANY_CONFIRMER = re.compile(r"[,}\]:]")
-_dumps = json.JSONEncoder(ensure_ascii=False).encode
-# json's own string encoder for ensure_ascii=False (C when available): what _dumps does to a str
+# What json.dumps writes for a finite float (json.encoder's `floatstr`), without its encoder's
+# per-call set-up (several µs a number)
+_float_json = float.__repr__
+# json's own string encoder for ensure_ascii=False (C when available): what json.dumps does to a str
 _encode_string = json.encoder.encode_basestring
 
 
@@ -62,6 +65,18 @@ def _escaped(text: str) -> str:
     return _encode_string(text)[1:-1] if _NEEDS_ESCAPE.search(text) else text
 
 
+# The steps of the table remembered (`ArgumentStream._shift`): a few hundred for any input (the
+# grammar's states, and the depth a step reads, are few); the bound keeps that so whatever happens.
+_MAX_STEPS = 10_000
+_SIZE = ""  # the key of the count of steps remembered (no terminal is named "")
+
+
+@functools.lru_cache(maxsize=4)
+def _steps(lean) -> dict:
+    """The remembered steps of the tables of `lean` (one LeanLALR: its state numbers)."""
+    return {_SIZE: 0}
+
+
 class ArgumentStream:
     """Push-parse one call's arguments, from their `{`; `feed` returns the JSON that is sure."""
 
@@ -70,6 +85,7 @@ class ArgumentStream:
         self._actions = lean.actions
         self._lexers = lean.lexers
         self._stack = [lean.start_states["value_document"]]
+        self._steps = _steps(lean)
         self._max_depth = max_depth
         self._buffer = ""         # text not yet read into tokens
         self._look_from = 0       # where in `_buffer` to look for a confirming character next
@@ -80,24 +96,43 @@ class ArgumentStream:
         self._expect_key = False
         self.stopped = False
         self.closed = False       # the top-level object's `}` was read (and not sent)
+        # Inside a string value with nothing buffered, still streaming: most pieces of a long call
+        # are then content as a whole (`feed`'s first test; kept up to date at the end of `feed`).
+        self._plain = False
         self._sent = Pieces()     # what went out, kept compactly (a fragment per 1-char chunk is common)
+        self._keep = self._sent.append
+
+    def stop(self) -> None:
+        """Send nothing more (the caller sends the rest once the call is decoded)."""
+        self.stopped = True
+        self._plain = False
 
     @property
     def sent(self) -> str:
         """All the JSON sent so far."""
         return self._sent.text()
 
+    def feed_content(self, text: str) -> str | None:
+        """When the stream is inside a string value with nothing held back and `text` holds no
+        delimiter, nor ends in half of one: all of `text` is the string's content, and this is its
+        JSON fragment. Else None, and nothing is read (`feed` reads it). Raises nothing."""
+        if self._plain and ("<" not in text or (_D not in text and not text.endswith(_DELIMITER_PREFIXES))):
+            if _NEEDS_ESCAPE.search(text) is not None:
+                text = _encode_string(text)[1:-1]
+            self._keep(text)
+            return text
+        return None
+
     def feed(self, text: str) -> str:
         """The JSON that `text` (the next piece of the block) makes sure. Raises nothing."""
+        if self._plain and "<" not in text:
+            # the common case inside a long string value: all of it is content
+            if _NEEDS_ESCAPE.search(text) is not None:
+                text = _encode_string(text)[1:-1]
+            self._keep(text)
+            return text
         if self.stopped or self.closed or not text:
             return ""
-        if self._in_string and not self._buffer and "<" not in text:
-            # the common case inside a long string: all of it is content
-            fragment = _escaped(text)
-            if self._string_key is not None:
-                self._string_key.append(text)
-            self._sent.append(fragment)
-            return fragment
         out: list[str] = []
         buffer = self._buffer + text if self._buffer else text
         pos = 0
@@ -110,9 +145,11 @@ class ArgumentStream:
         if len(self._buffer) > MAX_TOKEN_CHARS:
             self.stopped = True
             self._buffer = ""
+        self._plain = (self._in_string and self._string_key is None and not self._buffer and not self.stopped
+                       and not self.closed)
         fragment = "".join(out)
         if fragment:
-            self._sent.append(fragment)
+            self._keep(fragment)
         return fragment
 
     # --- reading tokens ---------------------------------------------------------------------------
@@ -151,15 +188,16 @@ class ArgumentStream:
                     return end
                 pos = end
                 continue
-            if type_ not in _SINGLE and type_ != "COMMA":
-                # wait for what confirms the token; look only at text not looked at yet
+            if type_ not in _SINGLE and type_ != "COMMA" and (
+                    self._look_from > end or _CONFIRMER.match(buffer, end) is None):
+                # (most tokens are confirmed by what follows at once: one match; else) wait for
+                # what confirms the token, looking only at text not looked at yet
                 look = max(end, self._look_from)
                 if look >= n or _ANY_CONFIRMER.search(buffer, look) is None:
                     self._look_from = n
                     return pos
-                if _CONFIRMER.match(buffer, end) is None:  # something else follows: never confirmed
-                    self.stopped = True
-                    return pos
+                self.stopped = True  # something else follows: never confirmed
+                return pos
             self._look_from = 0
             value = m.group()
             if type_ in keywords:
@@ -215,7 +253,27 @@ class ArgumentStream:
     # --- the parser -------------------------------------------------------------------------------
     def _shift(self, type_: str) -> bool:
         """Run the table for one token: its reductions, then its shift. False (and the stack as it
-        was) when the grammar rejects the token here."""
+        was) when the grammar rejects the token here.
+
+        What a token does to the stack depends only on the few states at its top that the table
+        reads (the top, and the state under each rule it reduces): the step is looked up by those
+        states in `_steps` (type -> state -> state... -> (states popped, states pushed)), and run
+        on the table and remembered the first time."""
+        stack = self._stack
+        node = self._steps.get(type_)
+        depth = 1
+        while node is not None and depth <= len(stack):
+            node = node.get(stack[-depth])
+            if type(node) is tuple:
+                popped, pushed = node
+                if popped:
+                    del stack[-popped:]
+                stack.extend(pushed)
+                return True
+            depth += 1
+        return self._shift_by_table(type_)
+
+    def _shift_by_table(self, type_: str) -> bool:
         actions = self._actions
         stack = self._stack
         keep = len(stack)       # stack[:keep] is untouched so far
@@ -227,10 +285,8 @@ class ArgumentStream:
                 return False
             size, _, origin = action
             if size is None:  # shift
-                del stack[keep:]
-                stack.extend(pushed)
-                stack.append(action[1])
-                return True
+                pushed.append(action[1])
+                break
             if size <= len(pushed):
                 del pushed[len(pushed) - size:]
             else:
@@ -238,6 +294,18 @@ class ArgumentStream:
                 pushed = []
             state = pushed[-1] if pushed else stack[keep - 1]
             pushed.append(actions[state][origin][1])
+        # remember the step under the states it read: stack[keep - 1:], top first
+        steps = self._steps
+        if steps[_SIZE] < _MAX_STEPS:
+            steps[_SIZE] += 1
+            node = steps.setdefault(type_, {})
+            read = stack[keep - 1:]
+            for state in reversed(read[1:]):
+                node = node.setdefault(state, {})
+            node[read[0]] = (len(stack) - keep, tuple(pushed))
+        del stack[keep:]
+        stack.extend(pushed)
+        return True
 
     # --- JSON -------------------------------------------------------------------------------------
     def _emit(self, type_: str, value: str, out: list) -> None:
@@ -281,7 +349,7 @@ class ArgumentStream:
             if number in (float("inf"), float("-inf")):
                 self.stopped = True
                 return
-            out.append(_dumps(number))
+            out.append(_float_json(number))
         else:  # a bare word (a string is read by _read_string)
             out.append(_encode_string(value))
 
