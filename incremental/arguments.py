@@ -43,6 +43,7 @@ _D = tokens.STRING_DELIMITER
 _DELIMITER_PREFIXES = tuple(_D[:k] for k in range(len(_D) - 1, 0, -1))  # longest first
 # Terminals of one character that no other terminal can contain or extend: final once matched.
 _SINGLE = {"LBRACE": "{", "RBRACE": "}", "LBRACKET": "[", "RBRACKET": "]", "COLON": ": "}
+_FINAL = frozenset(_SINGLE) | {"COMMA"}  # a `,` too is final once matched
 _OPENERS, _CLOSERS = ("LBRACE", "LBRACKET"), ("RBRACE", "RBRACKET")
 _LITERALS = {"TRUE": "true", "FALSE": "false", "NULL": "null", "NULL_PYTHON": "null", "NULL_OMP": "null"}
 # A token other than a string or the single characters above is final once one of these follows it
@@ -114,14 +115,26 @@ class ArgumentStream:
 
     def feed_content(self, text: str) -> str | None:
         """When the stream is inside a string value with nothing held back and `text` holds no
-        delimiter, nor ends in half of one: all of `text` is the string's content, and this is its
-        JSON fragment. Else None, and nothing is read (`feed` reads it). Raises nothing."""
-        if self._plain and ("<" not in text or (_D not in text and not text.endswith(_DELIMITER_PREFIXES))):
-            if _NEEDS_ESCAPE.search(text) is not None:
-                text = _encode_string(text)[1:-1]
+        delimiter: `text` is the string's content (but for a possible half delimiter at its end,
+        held back), and this is its JSON fragment, as `feed` would return it. Else None, and
+        nothing is read. Raises nothing."""
+        if not self._plain:
+            return None
+        if "<" in text:
+            if _D in text:
+                return None
+            if text.endswith(_DELIMITER_PREFIXES):  # the content before a possible half delimiter
+                for half in _DELIMITER_PREFIXES:  # (longest first)
+                    if text.endswith(half):
+                        break
+                self._buffer = half
+                self._plain = False
+                text = text[:-len(half)]
+        if _NEEDS_ESCAPE.search(text) is not None:
+            text = _encode_string(text)[1:-1]
+        if text:
             self._keep(text)
-            return text
-        return None
+        return text
 
     def feed(self, text: str) -> str:
         """The JSON that `text` (the next piece of the block) makes sure. Raises nothing."""
@@ -156,13 +169,17 @@ class ArgumentStream:
     def _read(self, buffer: str, out: list) -> int:
         pos = 0
         n = len(buffer)
+        stack = self._stack
+        lexers = self._lexers
+        shift = self._shift
+        emit = self._emit
         while pos < n:
             if self._in_string:
                 pos = self._read_string(buffer, pos, out)
                 if self._in_string or self.stopped:
                     return pos
                 continue
-            match, ignore, keywords = self._lexers[self._stack[-1]]
+            match, ignore, keywords = lexers[stack[-1]]
             if buffer.startswith(_D, pos):
                 if not self._open_string(match, out):
                     self.stopped = True
@@ -188,7 +205,7 @@ class ArgumentStream:
                     return end
                 pos = end
                 continue
-            if type_ not in _SINGLE and type_ != "COMMA" and (
+            if type_ not in _FINAL and (
                     self._look_from > end or _CONFIRMER.match(buffer, end) is None):
                 # (most tokens are confirmed by what follows at once: one match; else) wait for
                 # what confirms the token, looking only at text not looked at yet
@@ -202,10 +219,10 @@ class ArgumentStream:
             value = m.group()
             if type_ in keywords:
                 type_ = keywords[type_](value) or type_
-            if not self._shift(type_):
+            if not shift(type_):
                 self.stopped = True
                 return pos
-            self._emit(type_, value, out)
+            emit(type_, value, out)
             pos = end
             if self.stopped or self.closed:
                 return pos
@@ -323,7 +340,9 @@ class ArgumentStream:
                 return
             out.append(_SINGLE[type_])
             return
-        self._flush_comma(out)
+        if self._comma:
+            out.append(", ")
+            self._comma = False
         if type_ in _OPENERS:
             if len(containers) >= self._max_depth:
                 self.stopped = True
