@@ -129,7 +129,7 @@ class OpenAIStream:
                     {"index": self._open_index, "function": {"arguments": fragment}}]},
                     "finish_reason": None, "logprobs": None}]
                 return [chunk]
-        events = self._parser_feed(delta_text)
+        events = self.parser.feed(delta_text) if self._held is None else self._parser_feed(delta_text)
         start = self._fed
         self._fed = start + len(delta_text)
         if arguments is not None and not events:
