@@ -68,6 +68,10 @@ class OpenAIStream:
     module's docstring and docs/serving.md for what each sends of a failed block. Thoughts go in
     `delta[reasoning_field]` ("reasoning_content" as vLLM, SGLang and DeepSeek send them;
     "reasoning" as others do).
+
+    With `stream_arguments`, a delta that is all content of a call's string argument goes out
+    without going through `parser` at once: the parser gets it with the next delta that may
+    matter (or at `flush`), so `parser` may lag behind the stream; its events are the same.
     """
 
     def __init__(self, parser: StreamParser, *, stream_arguments: bool = True, reasoning_field: str = "reasoning_content",
