@@ -53,6 +53,7 @@ _ANY_CONFIRMER = re.compile(r"[,}\]:]")
 # What json.dumps writes for a finite float (json.encoder's `floatstr`), without its encoder's
 # per-call set-up (several µs a number)
 _float_json = float.__repr__
+_INFINITIES = (float("inf"), float("-inf"))
 # json's own string encoder for ensure_ascii=False (C when available): what json.dumps does to a str
 _encode_string = json.encoder.encode_basestring
 
@@ -365,7 +366,7 @@ class ArgumentStream:
             out.append(str(int(value)))
         elif type_ == "FLOAT":
             number = float(value)
-            if number in (float("inf"), float("-inf")):
+            if number in _INFINITIES:
                 self.stopped = True
                 return
             out.append(_float_json(number))
