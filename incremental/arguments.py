@@ -34,7 +34,7 @@ import re
 from gemma4_lark import tokens
 from gemma4_lark.parser import block_parser
 
-from .pieces import Pieces
+from .pieces import COMPACT_EVERY, Pieces
 
 __all__ = ["ArgumentStream", "MAX_TOKEN_CHARS"]
 
@@ -102,7 +102,6 @@ class ArgumentStream:
         # are then content as a whole (`feed`'s first test; kept up to date at the end of `feed`).
         self._plain = False
         self._sent = Pieces()     # what went out, kept compactly (a fragment per 1-char chunk is common)
-        self._keep = self._sent.append
 
     def stop(self) -> None:
         """Send nothing more (the caller sends the rest once the call is decoded)."""
@@ -134,7 +133,10 @@ class ArgumentStream:
         if _NEEDS_ESCAPE.search(text) is not None:
             text = _encode_string(text)[1:-1]
         if text:
-            self._keep(text)
+            small = self._sent.small  # (Pieces.append, inlined: the hot path)
+            small.append(text)
+            if len(small) >= COMPACT_EVERY:
+                self._sent.compact()
         return text
 
     def feed(self, text: str) -> str:
@@ -143,7 +145,10 @@ class ArgumentStream:
             # the common case inside a long string value: all of it is content
             if _NEEDS_ESCAPE.search(text) is not None:
                 text = _encode_string(text)[1:-1]
-            self._keep(text)
+            small = self._sent.small  # (Pieces.append, inlined: the hot path)
+            small.append(text)
+            if len(small) >= COMPACT_EVERY:
+                self._sent.compact()
             return text
         if self.stopped or self.closed or not text:
             return ""
@@ -163,7 +168,7 @@ class ArgumentStream:
                        and not self.closed)
         fragment = "".join(out)
         if fragment:
-            self._keep(fragment)
+            self._sent.append(fragment)
         return fragment
 
     # --- reading tokens ---------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from gemma4_lark.events import Event, Text, ThinkingDelta, ThinkingStart, ToolCa
 from .arguments import ArgumentStream
 from .output import ParsedOutput
 from .parser import StreamParser
-from .pieces import Pieces
+from .pieces import COMPACT_EVERY, Pieces
 
 __all__ = ["OpenAIStream", "to_openai_message", "tool_call_error_entry"]
 
@@ -124,7 +124,10 @@ class OpenAIStream:
                 held = self._held
                 if held is None:
                     held = self._held = Pieces()
-                held.append(delta_text)
+                small = held.small  # (Pieces.append, inlined)
+                small.append(delta_text)
+                if len(small) >= COMPACT_EVERY:
+                    held.compact()
                 self._fed += len(delta_text)
                 if not fragment:
                     return []
