@@ -97,7 +97,9 @@ class OpenAIStream:
         self._open: ArgumentStream | None = None
         self._open_id = ""
         self._open_index = 0
-        self._held: Pieces | None = None  # the open call's string content not yet given to the parser
+        # the open call's string content not yet given to the parser (None whenever no call is open:
+        # the delta that ends a call brings events, so went to the parser with what it held)
+        self._held: Pieces | None = None
 
     @property
     def completion_id(self) -> str:
@@ -115,7 +117,29 @@ class OpenAIStream:
         """The chunks `delta_text` completes. Raises what `StreamParser.feed` raises (TypeError for
         a non-str, RuntimeError after flush)."""
         arguments = self._open
-        if arguments is not None and type(delta_text) is str:
+        if arguments is None:  # no call being streamed (always so with stream_arguments=False)
+            events = self.parser.feed(delta_text)
+            if self.stream_arguments:
+                start = self._fed  # (stream offsets serve argument streaming only)
+                self._fed = start + len(delta_text)
+            else:
+                start = 0
+            if not events:  # (whole-arguments mode: most deltas inside a call block)
+                return []
+            if len(events) == 1 and self._role_sent:
+                # the common case of prose and thoughts, one piece of text: its chunk, built in one go
+                event = events[0]
+                kind = type(event)
+                if kind is Text or kind is ThinkingDelta:
+                    if not event.text:
+                        return []
+                    chunk = self._chunk_head.copy()
+                    chunk["choices"] = [{"index": 0, "delta": {
+                        "content" if kind is Text else self.reasoning_field: event.text},
+                        "finish_reason": None, "logprobs": None}]
+                    return [chunk]
+            return self._chunks(events, delta_text, start)
+        if type(delta_text) is str:
             fragment = arguments.feed_content(delta_text)
             if fragment is not None:
                 # The common case while a call is written: the delta is all content of one of its
@@ -136,29 +160,16 @@ class OpenAIStream:
                     {"index": self._open_index, "function": {"arguments": fragment}}]},
                     "finish_reason": None, "logprobs": None}]
                 return [chunk]
-        events = self.parser.feed(delta_text) if self._held is None else self._parser_feed(delta_text)
+        events = self._parser_feed(delta_text)
         start = self._fed
         self._fed = start + len(delta_text)
-        if arguments is not None and not events:
+        if not events:
             # more of the call's block (a delta that ends the block brings the block's end event)
             fragment = arguments.feed(delta_text)
             if not fragment:
                 return []
             return [self._chunk({"tool_calls": [{"index": self._open_index, "function": {"arguments": fragment}}]},
                                 None)]
-        if not events:  # (whole-arguments mode: most deltas inside a call block)
-            return []
-        if arguments is None and len(events) == 1 and self._role_sent:
-            # the common case of prose and thoughts, one piece of text: its chunk, built in one go
-            event = events[0]
-            kind = type(event)
-            if kind is Text or kind is ThinkingDelta:
-                if not event.text:
-                    return []
-                chunk = self._chunk_head.copy()
-                chunk["choices"] = [{"index": 0, "delta": {"content" if kind is Text else self.reasoning_field: event.text},
-                                     "finish_reason": None, "logprobs": None}]
-                return [chunk]
         return self._chunks(events, delta_text, start)
 
     def _parser_feed(self, text: str) -> list[Event]:
