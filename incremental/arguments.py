@@ -27,7 +27,6 @@ is decoded.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 
@@ -67,18 +66,6 @@ def _escaped(text: str) -> str:
     return _encode_string(text)[1:-1] if _NEEDS_ESCAPE.search(text) else text
 
 
-# The steps of the table remembered (`ArgumentStream._shift`): a few hundred for any input (the
-# grammar's states, and the depth a step reads, are few); the bound keeps that so whatever happens.
-_MAX_STEPS = 10_000
-_SIZE = ""  # the key of the count of steps remembered (no terminal is named "")
-
-
-@functools.lru_cache(maxsize=4)
-def _steps(lean) -> dict:
-    """The remembered steps of the tables of `lean` (one LeanLALR: its state numbers)."""
-    return {_SIZE: 0}
-
-
 class ArgumentStream:
     """Push-parse one call's arguments, from their `{`; `feed` returns the JSON that is sure."""
 
@@ -87,7 +74,6 @@ class ArgumentStream:
         self._actions = lean.actions
         self._lexers = lean.lexers
         self._stack = [lean.start_states["value_document"]]
-        self._steps = _steps(lean)
         self._max_depth = max_depth
         self._buffer = ""         # text not yet read into tokens
         self._look_from = 0       # where in `_buffer` to look for a confirming character next
@@ -276,27 +262,7 @@ class ArgumentStream:
     # --- the parser -------------------------------------------------------------------------------
     def _shift(self, type_: str) -> bool:
         """Run the table for one token: its reductions, then its shift. False (and the stack as it
-        was) when the grammar rejects the token here.
-
-        What a token does to the stack depends only on the few states at its top that the table
-        reads (the top, and the state under each rule it reduces): the step is looked up by those
-        states in `_steps` (type -> state -> state... -> (states popped, states pushed)), and run
-        on the table and remembered the first time."""
-        stack = self._stack
-        node = self._steps.get(type_)
-        depth = 1
-        while node is not None and depth <= len(stack):
-            node = node.get(stack[-depth])
-            if type(node) is tuple:
-                popped, pushed = node
-                if popped:
-                    del stack[-popped:]
-                stack.extend(pushed)
-                return True
-            depth += 1
-        return self._shift_by_table(type_)
-
-    def _shift_by_table(self, type_: str) -> bool:
+        was) when the grammar rejects the token here."""
         actions = self._actions
         stack = self._stack
         keep = len(stack)       # stack[:keep] is untouched so far
@@ -308,8 +274,10 @@ class ArgumentStream:
                 return False
             size, _, origin = action
             if size is None:  # shift
-                pushed.append(action[1])
-                break
+                del stack[keep:]
+                stack.extend(pushed)
+                stack.append(action[1])
+                return True
             if size <= len(pushed):
                 del pushed[len(pushed) - size:]
             else:
@@ -317,18 +285,6 @@ class ArgumentStream:
                 pushed = []
             state = pushed[-1] if pushed else stack[keep - 1]
             pushed.append(actions[state][origin][1])
-        # remember the step under the states it read: stack[keep - 1:], top first
-        steps = self._steps
-        if steps[_SIZE] < _MAX_STEPS:
-            steps[_SIZE] += 1
-            node = steps.setdefault(type_, {})
-            read = stack[keep - 1:]
-            for state in reversed(read[1:]):
-                node = node.setdefault(state, {})
-            node[read[0]] = (len(stack) - keep, tuple(pushed))
-        del stack[keep:]
-        stack.extend(pushed)
-        return True
 
     # --- JSON -------------------------------------------------------------------------------------
     def _emit(self, type_: str, value: str, out: list) -> None:
