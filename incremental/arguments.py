@@ -33,7 +33,7 @@ import re
 from gemma4_lark import tokens
 from gemma4_lark.parser import block_parser
 
-from .pieces import Pieces
+from .pieces import COMPACT_EVERY, Pieces
 
 __all__ = ["ArgumentStream", "MAX_TOKEN_CHARS"]
 
@@ -42,14 +42,18 @@ _D = tokens.STRING_DELIMITER
 _DELIMITER_PREFIXES = tuple(_D[:k] for k in range(len(_D) - 1, 0, -1))  # longest first
 # Terminals of one character that no other terminal can contain or extend: final once matched.
 _SINGLE = {"LBRACE": "{", "RBRACE": "}", "LBRACKET": "[", "RBRACKET": "]", "COLON": ": "}
+_FINAL = frozenset(_SINGLE) | {"COMMA"}  # a `,` too is final once matched
 _OPENERS, _CLOSERS = ("LBRACE", "LBRACKET"), ("RBRACE", "RBRACKET")
 _LITERALS = {"TRUE": "true", "FALSE": "false", "NULL": "null", "NULL_PYTHON": "null", "NULL_OMP": "null"}
 # A token other than a string or the single characters above is final once one of these follows it
 # (after whitespace): no terminal but a string holds them, and no terminal's lookahead reads past them.
 _CONFIRMER = re.compile(r"[ \t\r\n]*[,}\]:]")
 _ANY_CONFIRMER = re.compile(r"[,}\]:]")
-_dumps = json.JSONEncoder(ensure_ascii=False).encode
-# json's own string encoder for ensure_ascii=False (C when available): what _dumps does to a str
+# What json.dumps writes for a finite float (json.encoder's `floatstr`), without its encoder's
+# per-call set-up (several µs a number)
+_float_json = float.__repr__
+_INFINITIES = (float("inf"), float("-inf"))
+# json's own string encoder for ensure_ascii=False (C when available): what json.dumps does to a str
 _encode_string = json.encoder.encode_basestring
 
 
@@ -80,24 +84,60 @@ class ArgumentStream:
         self._expect_key = False
         self.stopped = False
         self.closed = False       # the top-level object's `}` was read (and not sent)
+        # Inside a string value with nothing buffered, still streaming: most pieces of a long call
+        # are then content as a whole (`feed`'s first test; kept up to date at the end of `feed`).
+        self._plain = False
         self._sent = Pieces()     # what went out, kept compactly (a fragment per 1-char chunk is common)
+
+    def stop(self) -> None:
+        """Send nothing more (the caller sends the rest once the call is decoded)."""
+        self.stopped = True
+        self._plain = False
 
     @property
     def sent(self) -> str:
         """All the JSON sent so far."""
         return self._sent.text()
 
+    def feed_content(self, text: str) -> str | None:
+        """When the stream is inside a string value with nothing held back and `text` holds no
+        delimiter: `text` is the string's content (but for a possible half delimiter at its end,
+        held back), and this is its JSON fragment, as `feed` would return it. Else None, and
+        nothing is read. Raises nothing."""
+        if not self._plain:
+            return None
+        if "<" in text:
+            if _D in text:
+                return None
+            if text.endswith(_DELIMITER_PREFIXES):  # the content before a possible half delimiter
+                for half in _DELIMITER_PREFIXES:  # (longest first)
+                    if text.endswith(half):
+                        break
+                self._buffer = half
+                self._plain = False
+                text = text[:-len(half)]
+        if _NEEDS_ESCAPE.search(text) is not None:
+            text = _encode_string(text)[1:-1]
+        if text:
+            small = self._sent.small  # (Pieces.append, inlined: the hot path)
+            small.append(text)
+            if len(small) >= COMPACT_EVERY:
+                self._sent.compact()
+        return text
+
     def feed(self, text: str) -> str:
         """The JSON that `text` (the next piece of the block) makes sure. Raises nothing."""
+        if self._plain and "<" not in text:
+            # the common case inside a long string value: all of it is content
+            if _NEEDS_ESCAPE.search(text) is not None:
+                text = _encode_string(text)[1:-1]
+            small = self._sent.small  # (Pieces.append, inlined: the hot path)
+            small.append(text)
+            if len(small) >= COMPACT_EVERY:
+                self._sent.compact()
+            return text
         if self.stopped or self.closed or not text:
             return ""
-        if self._in_string and not self._buffer and "<" not in text:
-            # the common case inside a long string: all of it is content
-            fragment = _escaped(text)
-            if self._string_key is not None:
-                self._string_key.append(text)
-            self._sent.append(fragment)
-            return fragment
         out: list[str] = []
         buffer = self._buffer + text if self._buffer else text
         pos = 0
@@ -110,6 +150,8 @@ class ArgumentStream:
         if len(self._buffer) > MAX_TOKEN_CHARS:
             self.stopped = True
             self._buffer = ""
+        self._plain = (self._in_string and self._string_key is None and not self._buffer and not self.stopped
+                       and not self.closed)
         fragment = "".join(out)
         if fragment:
             self._sent.append(fragment)
@@ -119,13 +161,17 @@ class ArgumentStream:
     def _read(self, buffer: str, out: list) -> int:
         pos = 0
         n = len(buffer)
+        stack = self._stack
+        lexers = self._lexers
+        shift = self._shift
+        emit = self._emit
         while pos < n:
             if self._in_string:
                 pos = self._read_string(buffer, pos, out)
                 if self._in_string or self.stopped:
                     return pos
                 continue
-            match, ignore, keywords = self._lexers[self._stack[-1]]
+            match, ignore, keywords = lexers[stack[-1]]
             if buffer.startswith(_D, pos):
                 if not self._open_string(match, out):
                     self.stopped = True
@@ -151,23 +197,24 @@ class ArgumentStream:
                     return end
                 pos = end
                 continue
-            if type_ not in _SINGLE and type_ != "COMMA":
-                # wait for what confirms the token; look only at text not looked at yet
+            if type_ not in _FINAL and (
+                    self._look_from > end or _CONFIRMER.match(buffer, end) is None):
+                # (most tokens are confirmed by what follows at once: one match; else) wait for
+                # what confirms the token, looking only at text not looked at yet
                 look = max(end, self._look_from)
                 if look >= n or _ANY_CONFIRMER.search(buffer, look) is None:
                     self._look_from = n
                     return pos
-                if _CONFIRMER.match(buffer, end) is None:  # something else follows: never confirmed
-                    self.stopped = True
-                    return pos
+                self.stopped = True  # something else follows: never confirmed
+                return pos
             self._look_from = 0
             value = m.group()
             if type_ in keywords:
                 type_ = keywords[type_](value) or type_
-            if not self._shift(type_):
+            if not shift(type_):
                 self.stopped = True
                 return pos
-            self._emit(type_, value, out)
+            emit(type_, value, out)
             pos = end
             if self.stopped or self.closed:
                 return pos
@@ -255,7 +302,9 @@ class ArgumentStream:
                 return
             out.append(_SINGLE[type_])
             return
-        self._flush_comma(out)
+        if self._comma:
+            out.append(", ")
+            self._comma = False
         if type_ in _OPENERS:
             if len(containers) >= self._max_depth:
                 self.stopped = True
@@ -278,10 +327,10 @@ class ArgumentStream:
             out.append(str(int(value)))
         elif type_ == "FLOAT":
             number = float(value)
-            if number in (float("inf"), float("-inf")):
+            if number in _INFINITIES:
                 self.stopped = True
                 return
-            out.append(_dumps(number))
+            out.append(_float_json(number))
         else:  # a bare word (a string is read by _read_string)
             out.append(_encode_string(value))
 

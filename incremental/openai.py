@@ -30,10 +30,7 @@ from gemma4_lark.events import Event, Text, ThinkingDelta, ThinkingStart, ToolCa
 from .arguments import ArgumentStream
 from .output import ParsedOutput
 from .parser import StreamParser
-
-# How much of the stream's recent text is kept to start a call's argument stream at its `{`: more
-# than the parser ever holds back before it reports a block's head (a bare head, 256, or a marker).
-_KEEP = 512
+from .pieces import COMPACT_EVERY, Pieces
 
 __all__ = ["OpenAIStream", "to_openai_message", "tool_call_error_entry"]
 
@@ -71,6 +68,10 @@ class OpenAIStream:
     module's docstring and docs/serving.md for what each sends of a failed block. Thoughts go in
     `delta[reasoning_field]` ("reasoning_content" as vLLM, SGLang and DeepSeek send them;
     "reasoning" as others do).
+
+    With `stream_arguments`, a delta that is all content of a call's string argument goes out
+    without going through `parser` at once: the parser gets it with the next delta that may
+    matter (or at `flush`), so `parser` may lag behind the stream; its events are the same.
     """
 
     def __init__(self, parser: StreamParser, *, stream_arguments: bool = True, reasoning_field: str = "reasoning_content",
@@ -80,67 +81,104 @@ class OpenAIStream:
         self.parser = parser
         self.stream_arguments = stream_arguments
         self.reasoning_field = reasoning_field
-        self.model = model
-        self.completion_id = completion_id if completion_id is not None else "chatcmpl-" + secrets.token_hex(12)
-        self.created = created if created is not None else int(time.time())
+        # What every chunk begins with: a copy of it is the cheapest start of a chunk (a server
+        # builds one per token).
+        self._chunk_head = {"id": completion_id if completion_id is not None else "chatcmpl-" + secrets.token_hex(12),
+                            "object": "chat.completion.chunk",
+                            "created": created if created is not None else int(time.time()), "model": model}
         self._role_sent = False
         self._thoughts = 0     # thoughts begun: the second and later are joined by a newline
         self._calls_sent = 0   # the next tool_calls index
         self._calls_done = 0   # calls sent complete (not void)
         self._errors_sent = 0  # the next tool_call_errors index
         self._finished = False
-        # stream_arguments: the stream's recent text, and the call being streamed
-        self._recent = ""
-        self._recent_start = 0
-        self._fed = 0
-        self._open: _OpenCall | None = None
+        self._fed = 0          # the stream offset where the next delta starts
+        # stream_arguments: the call whose header went out and whose arguments are being streamed
+        self._open: ArgumentStream | None = None
+        self._open_id = ""
+        self._open_index = 0
+        # the open call's string content not yet given to the parser (None whenever no call is open:
+        # the delta that ends a call brings events, so went to the parser with what it held)
+        self._held: Pieces | None = None
+
+    @property
+    def completion_id(self) -> str:
+        return self._chunk_head["id"]
+
+    @property
+    def created(self) -> int:
+        return self._chunk_head["created"]
+
+    @property
+    def model(self) -> str:
+        return self._chunk_head["model"]
 
     def feed(self, delta_text: str) -> list[dict[str, Any]]:
         """The chunks `delta_text` completes. Raises what `StreamParser.feed` raises (TypeError for
         a non-str, RuntimeError after flush)."""
-        events = self.parser.feed(delta_text)
-        if not self.stream_arguments:
-            if not events:  # most deltas inside a call block
+        arguments = self._open
+        if arguments is None:  # no call being streamed (always so with stream_arguments=False)
+            events = self.parser.feed(delta_text)
+            if self.stream_arguments:
+                start = self._fed  # (stream offsets serve argument streaming only)
+                self._fed = start + len(delta_text)
+            else:
+                start = 0
+            if not events:  # (whole-arguments mode: most deltas inside a call block)
                 return []
             if len(events) == 1 and self._role_sent:
-                one = self._one_text_chunk(events[0])
-                if one is not None:
-                    return one
-            return self._chunks(events)
+                # the common case of prose and thoughts, one piece of text: its chunk, built in one go
+                event = events[0]
+                kind = type(event)
+                if kind is Text or kind is ThinkingDelta:
+                    if not event.text:
+                        return []
+                    chunk = self._chunk_head.copy()
+                    chunk["choices"] = [{"index": 0, "delta": {
+                        "content" if kind is Text else self.reasoning_field: event.text},
+                        "finish_reason": None, "logprobs": None}]
+                    return [chunk]
+            return self._chunks(events, delta_text, start)
+        if type(delta_text) is str:
+            fragment = arguments.feed_content(delta_text)
+            if fragment is not None:
+                # The common case while a call is written: the delta is all content of one of its
+                # string values. The parser, inside that string, would only add it to the block:
+                # it gets it (joined, its events are the same) with the next delta that may matter.
+                held = self._held
+                if held is None:
+                    held = self._held = Pieces()
+                small = held.small  # (Pieces.append, inlined)
+                small.append(delta_text)
+                if len(small) >= COMPACT_EVERY:
+                    held.compact()
+                self._fed += len(delta_text)
+                if not fragment:
+                    return []
+                chunk = self._chunk_head.copy()
+                chunk["choices"] = [{"index": 0, "delta": {"tool_calls": [
+                    {"index": self._open_index, "function": {"arguments": fragment}}]},
+                    "finish_reason": None, "logprobs": None}]
+                return [chunk]
+        events = self._parser_feed(delta_text)
         start = self._fed
-        end = self._fed = start + len(delta_text)
-        call = self._open
-        if call is not None and not events and call.read_to == start:
-            # The common case while a call is written: the whole delta is more of its block. The
-            # recent text starts afresh after it: a new block's head comes after this block's end,
-            # which a later delta brings (with events, so not on this path).
-            call.read_to = end
-            self._recent = ""
-            self._recent_start = end
-            fragment = call.arguments.feed(delta_text)
+        self._fed = start + len(delta_text)
+        if not events:
+            # more of the call's block (a delta that ends the block brings the block's end event)
+            fragment = arguments.feed(delta_text)
             if not fragment:
                 return []
-            return [{"id": self.completion_id, "object": "chat.completion.chunk", "created": self.created,
-                     "model": self.model,
-                     "choices": [{"index": 0, "delta": {"tool_calls": [
-                         {"index": call.index, "function": {"arguments": fragment}}]},
-                         "finish_reason": None, "logprobs": None}]}]
-        if len(events) == 1 and call is None and self._role_sent:
-            one = self._one_text_chunk(events[0])
-            if one is not None:
-                self._remember(delta_text)
-                return one
-        self._remember(delta_text)
-        return self._chunks(events)
+            return [self._chunk({"tool_calls": [{"index": self._open_index, "function": {"arguments": fragment}}]},
+                                None)]
+        return self._chunks(events, delta_text, start)
 
-    def _remember(self, delta_text: str) -> None:
-        """Keep the stream's recent text: a block's head may be reported a little after it came."""
-        recent = self._recent + delta_text
-        keep = _KEEP + len(delta_text)  # all of this delta, and what the parser may hold before it
-        if len(recent) > 2 * keep:
-            self._recent_start += len(recent) - keep
-            recent = recent[-keep:]
-        self._recent = recent
+    def _parser_feed(self, text: str) -> list[Event]:
+        """The parser's events for `text`, after the text held back from it (`feed`)."""
+        held = self._held
+        if held is None:
+            return self.parser.feed(text)
+        self._held = None
+        return self.parser.feed(held.text()) + self.parser.feed(text)
 
     def flush(self) -> list[dict[str, Any]]:
         """The end of the stream: the chunks of what the parser still held, then the final chunk.
@@ -148,38 +186,21 @@ class OpenAIStream:
         if self._finished:
             return []
         self._finished = True
-        chunks = self._chunks(self.parser.flush())
+        events = self._parser_feed("")
+        chunks = self._chunks(events + self.parser.flush(), "", self._fed)
+        self._open = None  # (the parser's flush ended its block: feed() now raises, as the parser's does)
         delta: dict[str, Any] = {} if self._role_sent else {"role": "assistant"}
         self._role_sent = True
         chunks.append(self._chunk(delta, "tool_calls" if self._calls_done else "stop"))
         return chunks
 
     # --- events to deltas -----------------------------------------------------------------------
-    def _one_text_chunk(self, event: Event) -> list[dict[str, Any]] | None:
-        """The common case of prose and thoughts, one piece of text: its chunk, built in one go
-        (this runs for most deltas of a stream). None for any other event."""
-        kind = type(event)
-        if kind is Text:
-            key = "content"
-        elif kind is ThinkingDelta:
-            key = self.reasoning_field
-        else:
-            return None
-        if not event.text:
-            return []
-        return [{"id": self.completion_id, "object": "chat.completion.chunk", "created": self.created,
-                 "model": self.model,
-                 "choices": [{"index": 0, "delta": {key: event.text}, "finish_reason": None, "logprobs": None}]}]
-
-    def _chunks(self, events: list[Event]) -> list[dict[str, Any]]:
+    def _chunks(self, events: list[Event], delta_text: str, start: int) -> list[dict[str, Any]]:
+        """The chunks of these events, which `delta_text` (from stream offset `start`) completed."""
         field = self.reasoning_field
-        if len(events) == 1 and self._open is None and self._role_sent:
-            one = self._one_text_chunk(events[0])
-            if one is not None:
-                return one
         deltas: list[dict[str, Any]] = []
         if self._open is not None:
-            self._stream_open_call(deltas, events)
+            self._stream_open_call(deltas, events, delta_text, start)
         for event in events:
             kind = type(event)
             if kind is Text:
@@ -191,15 +212,15 @@ class OpenAIStream:
                 self._thoughts += 1
             elif kind is ToolCallStart:
                 if self.stream_arguments:
-                    self._start_call(deltas, event, events)
+                    self._start_call(deltas, event, events, delta_text, start)
             elif kind is ToolCallEnd:
-                if self._open is not None and self._open.id == event.id:
+                if self._open is not None and self._open_id == event.id:
                     self._end_call(deltas, event)
                 else:
                     deltas.extend(self._call_deltas(event))
             elif kind is ToolCallError:
-                if self._open is not None and self._open.id == event.id:
-                    deltas.append({"tool_calls": [_void(self._open.index, event.error)]})
+                if self._open is not None and self._open_id == event.id:
+                    deltas.append({"tool_calls": [_void(self._open_index, event.error)]})
                     self._open = None
                 entry = tool_call_error_entry(event, self._errors_sent)
                 self._errors_sent += 1
@@ -231,6 +252,11 @@ class OpenAIStream:
         return [{"tool_calls": [header]}, {"tool_calls": [arguments]}]
 
     # --- stream_arguments ---------------------------------------------------------------------------
+    # Every delta fed while a call is open goes to its argument stream (up to the block's end), so
+    # the stream has read up to the start of the current delta. The call's `{` is always in the
+    # delta that brings its `tool_call_start`: the parser consumes block text as soon as it arrives
+    # (it holds back only a possible marker, which holds no `{`; a bare block, whose head it may hold
+    # back, has no `tool_call_start`).
     def _block_end(self, call_id: str, events: list[Event]) -> int:
         """Where the block of `call_id` ends in the stream when these events end it, else how far
         the stream has been fed: the argument stream reads only the block's own text."""
@@ -239,55 +265,49 @@ class OpenAIStream:
                 return event.span[1]
         return self._fed
 
-    def _recent_text(self, start: int, end: int) -> str | None:
-        if start < self._recent_start:
-            return None
-        return self._recent[start - self._recent_start: end - self._recent_start]
+    def _stream_open_call(self, deltas: list, events: list[Event], delta_text: str, start: int) -> None:
+        end = self._block_end(self._open_id, events)
+        if end > start:
+            self._add_fragment(deltas, self._open.feed(delta_text[:end - start]))
 
-    def _stream_open_call(self, deltas: list, events: list[Event]) -> None:
-        call = self._open
-        text = self._recent_text(call.read_to, self._block_end(call.id, events))
-        if text:
-            call.read_to += len(text)
-            self._add_fragment(deltas, call, call.arguments.feed(text))
-
-    def _start_call(self, deltas: list, start: ToolCallStart, events: list[Event]) -> None:
+    def _start_call(self, deltas: list, event: ToolCallStart, events: list[Event], delta_text: str,
+                    start: int) -> None:
         """The header goes out now; the arguments as the grammar accepts them, from the `{`."""
         index = self._calls_sent
         self._calls_sent += 1
-        deltas.append({"tool_calls": [{"index": index, "id": start.id, "type": "function",
-                                       "function": {"name": start.name, "arguments": ""}}]})
-        call = self._open = _OpenCall(start.id, index, ArgumentStream(max_depth=self.parser.max_depth),
-                                      start.span[1] - 1)
-        text = self._recent_text(call.read_to, self._block_end(call.id, events))
-        if text is None:  # (cannot happen: the parser holds back less than _KEEP) send it whole
-            call.arguments.stopped = True
+        deltas.append({"tool_calls": [{"index": index, "id": event.id, "type": "function",
+                                       "function": {"name": event.name, "arguments": ""}}]})
+        arguments = self._open = ArgumentStream(max_depth=self.parser.max_depth)
+        self._open_id = event.id
+        self._open_index = index
+        brace = event.span[1] - 1
+        if brace < start:  # (cannot happen, see above) the arguments go out whole at the end
+            arguments.stop()
             return
-        call.read_to += len(text)
-        self._add_fragment(deltas, call, call.arguments.feed(text))
+        end = self._block_end(event.id, events)
+        self._add_fragment(deltas, arguments.feed(delta_text[brace - start:end - start]))
 
-    @staticmethod
-    def _add_fragment(deltas: list, call: "_OpenCall", fragment: str) -> None:
+    def _add_fragment(self, deltas: list, fragment: str) -> None:
         if fragment:
-            deltas.append({"tool_calls": [{"index": call.index, "function": {"arguments": fragment}}]})
+            deltas.append({"tool_calls": [{"index": self._open_index, "function": {"arguments": fragment}}]})
 
     def _end_call(self, deltas: list, end: ToolCallEnd) -> None:
         """The streamed call is decoded: the rest of its JSON goes out, with a recovered call's
         marks. When what was sent is not how the decoded call begins (a repeated key, or a block
         the lenient decoder read otherwise), the streamed entry is void (marked `error`; its JSON
         never closed) and the call goes out whole under the next index."""
-        call = self._open
+        index = self._open_index
+        sent = self._open.sent
         self._open = None
         entry = end.to_openai()
         arguments = entry["function"]["arguments"]
-        sent = call.arguments.sent
         if not arguments.startswith(sent):
-            deltas.append({"tool_calls": [_void(call.index, (
+            deltas.append({"tool_calls": [_void(index, (
                 "the arguments streamed so far are not those of the decoded call (a repeated key, or a"
                 " block read by the lenient decoder): this entry is void, the call follows whole"))]})
             deltas.extend(self._call_deltas(end))
             return
-        last: dict[str, Any] = {"index": call.index, "function": {"arguments": arguments[len(sent):]}}
+        last: dict[str, Any] = {"index": index, "function": {"arguments": arguments[len(sent):]}}
         for key in entry:
             if key not in ("id", "type", "function"):
                 last[key] = entry[key]
@@ -298,24 +318,12 @@ class OpenAIStream:
         if not self._role_sent:
             delta = {"role": "assistant", **delta}
             self._role_sent = True
-        return {"id": self.completion_id, "object": "chat.completion.chunk", "created": self.created,
-                "model": self.model,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}]}
+        chunk = self._chunk_head.copy()
+        chunk["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}]
+        return chunk
 
 
 def _void(index: int, error: str) -> dict[str, Any]:
     """The delta that voids a streamed call: an `error` (and an empty fragment: clients expect a
     `function` in every tool-call delta). Its arguments stay unclosed JSON."""
     return {"index": index, "function": {"arguments": ""}, "error": error}
-
-
-class _OpenCall:
-    """A call whose header went out and whose arguments are being streamed."""
-
-    __slots__ = ("id", "index", "arguments", "read_to")
-
-    def __init__(self, call_id: str, index: int, arguments: ArgumentStream, read_to: int):
-        self.id = call_id
-        self.index = index
-        self.arguments = arguments
-        self.read_to = read_to  # the stream offset up to which the argument stream has read
