@@ -1,0 +1,140 @@
+"""Decoding against the declared tools, attacked: hostile schemas (unions sharing branches through
+`$ref`s, huge enums, deep nesting, anchors), a JSON-quoted key after a string run, and the bounds
+of the compiled-tools cache. Complexity guards compare sizes within one run, never absolute times."""
+
+import time
+
+import pytest
+
+import gemma4_lark as g
+from gemma4_incremental import parse_output
+from gemma4_lark.schema import registry
+from gemma4_lark.tools import ShapeError
+
+GROWTH = 4
+MAX_RATIO = 8.0  # linear: about 4 (or 1 where the size does not matter); quadratic: 16; exponential: more
+
+
+def _cpu_time(run) -> float:
+    best = float("inf")
+    for _ in range(3):
+        start = time.process_time()
+        run()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def _call(body, name="t"):
+    return f"<|tool_call>call:{name}{{{body}}}<tool_call|>"
+
+
+def _one(text, tools, **options):
+    parsed = parse_output(text, tools=tools, **options)
+    assert not parsed.errors, parsed.errors
+    (found,) = parsed.calls
+    return found
+
+
+def _union_dag(depth: int, leaf: dict, key: str = "anyOf"):
+    """`depth` unions, each of two `$ref`s to the next: a schema of `depth` nodes with 2**depth paths."""
+    defs = {f"x{i}": {key: [{"$ref": f"#/$defs/x{i + 1}"}, {"$ref": f"#/$defs/x{i + 1}"}]} for i in range(depth)}
+    defs[f"x{depth}"] = leaf
+    return registry.compile_tools([{"name": "t", "parameters": {
+        "type": "object", "properties": {"a": {"$ref": "#/$defs/x0"}}, "$defs": defs}}])
+
+
+@pytest.mark.parametrize("key, leaf, body, expected", [
+    ("anyOf", {"type": "string"}, "a:5", "5"),
+    ("allOf", {"type": "string"}, "a:5", "5"),
+    ("allOf", {"type": "object", "properties": {"b": {"type": "string"}}}, "a:{b:5}", {"b": "5"}),
+])
+def test_unions_sharing_branches_through_refs_are_read_once_per_schema_not_per_path(key, leaf, body, expected):
+    small, large = _union_dag(6, leaf, key), _union_dag(14, leaf, key)  # 1.3x the schema, 256x the paths
+    for tools in (small, large):
+        found = _one(_call(body), tools)
+        assert found.arguments == {"a": expected} and [d.code for d in found.diagnostics] == ["coerced"]
+    small_time = _cpu_time(lambda: parse_output(_call(body), tools=small))
+    ratio = _cpu_time(lambda: parse_output(_call(body), tools=large)) / max(small_time, 1e-3)
+    assert ratio < MAX_RATIO, f"{key}: 256x the paths through the unions took {ratio:.1f}x the time"
+
+
+def test_a_huge_enum_costs_once_per_call_not_once_per_value():
+    # n bare integers against an enum of n strings: each is typed by the enum ("7"); the cost must
+    # grow with n + n, not n * n
+    def case(n):
+        tools = registry.compile_tools([{"name": "t", "parameters": {"type": "object", "properties": {
+            "a": {"type": "array", "items": {"enum": [str(i) for i in range(n)]}}}}}])
+        return tools, _call("a:[" + ",".join(str(i) for i in range(n)) + "]")
+
+    size = 300
+    small, large = case(size), case(size * GROWTH)
+    found = _one(large[1], large[0])
+    assert found.arguments["a"][:3] == ["0", "1", "2"] and "schema" not in [d.code for d in found.diagnostics]
+    small_time = _cpu_time(lambda: parse_output(small[1], tools=small[0]))
+    ratio = _cpu_time(lambda: parse_output(large[1], tools=large[0])) / max(small_time, 1e-3)
+    assert ratio < MAX_RATIO, f"{GROWTH}x the values and the enum took {ratio:.1f}x the time"
+
+
+@pytest.mark.parametrize("enum, lexeme, expected", [
+    ([*map(str, range(20)), 1, True, None], "1", 1),  # the natural reading, in the enum
+    ([*map(str, range(20)), True], "1", "1"),       # True is not 1
+    ([*map(str, range(20)), 1.0], "1", 1),          # 1 is 1.0
+    ([*map(str, range(20)), [1], {"a": 1}, True], "True", True),
+    ([*map(str, range(20)), None], "None", None),
+])
+def test_a_long_enum_with_mixed_types_compares_as_json_does(enum, lexeme, expected):
+    tools = [{"name": "t", "parameters": {"type": "object", "properties": {"a": {"enum": enum}}}}]
+    found = _one(_call(f"a:{lexeme}"), tools)
+    assert found.arguments == {"a": expected} and type(found.arguments["a"]) is type(expected)
+    assert "schema" not in [d.code for d in found.diagnostics]
+
+
+def test_a_ref_to_an_anchor_is_not_read_as_the_root():
+    # `#item` names the schema whose $anchor is "item", not the root: its `n` is an integer, the
+    # root's a string. Anchors are not resolved (docs/schema.md lists the local refs that are), so
+    # the value keeps its natural reading, which is valid; never the root's typing.
+    tools = [{"name": "t", "parameters": {
+        "type": "object", "properties": {"a": {"$ref": "#item"}, "n": {"type": "string"}},
+        "$defs": {"item": {"$anchor": "item", "type": "object", "properties": {"n": {"type": "integer"}}}}}}]
+    found = _one(_call("a:{n:01}"), tools)
+    assert found.arguments == {"a": {"n": 1}} and found.diagnostics == []
+
+
+@pytest.mark.parametrize("quote", ['"', "'"])
+@pytest.mark.parametrize("closed", [True, False])
+def test_a_string_run_stops_at_a_quoted_declared_key(quote, closed):
+    tools = [{"name": "t", "parameters": {"type": "object", "properties": {
+        "a": {"type": "string"}, "n": {"type": "integer"}}, "additionalProperties": closed}}]
+    found = _one(_call(f"{quote}a{quote}:hello, world,{quote}n{quote}:2"), tools)
+    assert found.arguments == {"a": "hello, world", "n": 2}
+    assert "schema" not in [d.code for d in found.diagnostics]
+
+
+@pytest.mark.parametrize("depth", [1_000, 100_000])
+def test_tools_nested_too_deeply_are_a_shape_error(depth):
+    schema = {"type": "string"}
+    for _ in range(depth):
+        schema = {"anyOf": [schema]}
+    tools = [{"name": "t", "parameters": {"type": "object", "properties": {"a": schema}}}]
+    with pytest.raises(ShapeError, match="nest too deeply"):
+        parse_output(_call("a:1"), tools=tools)
+    with pytest.raises(ShapeError, match="nest too deeply"):
+        g.validate(_call("a:1"), tools=tools)
+
+
+def test_the_cache_keeps_no_huge_tool_list():
+    small = [{"name": "t", "parameters": {"type": "object", "properties": {"a": {"type": "string"}}}}]
+    huge = [{"name": "t", "description": "d" * (registry._CACHE_MAX_CHARS + 1)}]
+    assert registry.compile_tools(small) is registry.compile_tools([dict(small[0])])
+    first = registry.compile_tools(huge)
+    assert registry.compile_tools(huge) is not first  # compiled afresh: the cache holds no such list
+    assert registry._compile.cache_info().maxsize == registry._CACHE_SIZE
+
+
+def test_a_tool_list_mutated_after_compiling_is_compiled_anew():
+    tools = [{"name": "t", "parameters": {"type": "object", "properties": {"a": {"type": "string"}}}}]
+    assert _one(_call("a:01"), tools).arguments == {"a": "01"}
+    tools[0]["parameters"]["properties"]["a"]["type"] = "integer"
+    assert _one(_call("a:01"), tools).arguments == {"a": 1}
+    tools[0]["parameters"]["properties"]["a"]["type"] = "string"
+    assert _one(_call("a:01"), tools).arguments == {"a": "01"}
