@@ -138,3 +138,32 @@ def test_a_tool_list_mutated_after_compiling_is_compiled_anew():
     assert _one(_call("a:01"), tools).arguments == {"a": 1}
     tools[0]["parameters"]["properties"]["a"]["type"] = "string"
     assert _one(_call("a:01"), tools).arguments == {"a": "01"}
+
+
+def test_a_pattern_property_never_backtracks_without_bound():
+    # `^(a+)+$` against `aaa...a-` backtracks exponentially in Python's `re`; typing matches keys
+    # as the validator does (ECMA 262, bounded)
+    tools = registry.compile_tools([{"name": "t", "parameters": {"type": "object", "patternProperties": {
+        "^(a+)+$": {"type": "string"}, "^b": {"type": "string"}}}}])
+
+    def text(n):
+        return _call("a" * n + "-:1,b:02,aaa:03")
+
+    for n in (14, 22):
+        assert _one(text(n), tools).arguments == {"a" * n + "-": 1, "b": "02", "aaa": "03"}
+    small_time = _cpu_time(lambda: parse_output(text(14), tools=tools))
+    ratio = _cpu_time(lambda: parse_output(text(22), tools=tools)) / max(small_time, 1e-3)
+    assert ratio < MAX_RATIO, f"8 more characters of key took {ratio:.1f}x the time"
+
+
+def test_the_coerced_findings_kept_are_the_first_in_the_text():
+    tools = [{"name": "t", "parameters": {"type": "object", "properties": {
+        "a": {"type": "array", "items": {"type": "string"}}, "b": {"type": "string"}}}}]
+    count = 1500
+    found = _one(_call("b:01,a:[" + ",".join(map(str, range(count))) + "]"), tools)
+    coerced = [d for d in found.diagnostics if d.code == "coerced"]
+    (more,) = [d for d in found.diagnostics if d.code == "more-diagnostics"]
+    assert len(coerced) == 1000 and found.raw[coerced[0].pos:coerced[0].end] == "01"
+    assert [found.raw[d.pos:d.end] for d in coerced[1:4]] == ["0", "1", "2"]
+    assert more.pos > coerced[-1].pos and found.raw[more.pos:more.end].startswith("999,")
+    assert "501 more" in more.message

@@ -19,8 +19,8 @@ is iterative and visits each node once, so its cost is linear in the arguments.
 
 from __future__ import annotations
 
+import functools
 import itertools
-import re
 from decimal import Decimal, InvalidOperation
 from typing import Any, Iterator
 
@@ -301,13 +301,23 @@ def _member_schema(view: dict | None, key: str) -> Any:
     patterns = view.get("patternProperties")
     if isinstance(patterns, dict):
         for pattern, schema in patterns.items():
-            try:
-                if re.search(pattern, key):
-                    return schema
-            except (re.error, TypeError):
-                continue
+            matches = _pattern(pattern) if isinstance(pattern, str) else None
+            if matches is not None and matches(key):
+                return schema
     additional = view.get("additionalProperties")
     return additional if isinstance(additional, dict) else None
+
+
+@functools.lru_cache(maxsize=256)
+def _pattern(pattern: str):
+    """Whether a key matches a schema's regular expression, as the validator reads it (ECMA 262,
+    with a bound on backtracking), or None when it is not one. Not Python's `re`: it backtracks
+    without bound (`^(a+)+$` against a key of 40 `a`s and a `-` runs for days)."""
+    try:
+        import jsonschema_rs
+        return jsonschema_rs.validator_for({"type": "string", "pattern": pattern}).is_valid
+    except Exception:  # noqa: BLE001 - no validator (the registry says so), or not a regex
+        return None
 
 
 def _item_schema(view: dict | None, index: int) -> Any:
@@ -385,13 +395,14 @@ class Typing:
             elif kind is dict:
                 view = container_view(schema, root, "object", 0, node, self._cache) if schema is not None else None
                 out = parent[key] = dict.fromkeys(node)
-                for name, item in node.items():
+                # pushed last to first, so values are typed (and their findings kept) in text order
+                for name, item in reversed(node.items()):
                     push((out, name, item, _member_schema(view, name), (pointer, name)))
             elif kind is list:
                 view = container_view(schema, root, "array", 0, node, self._cache) if schema is not None else None
                 out = parent[key] = [None] * len(node)
-                for index, item in enumerate(node):
-                    push((out, index, item, _item_schema(view, index), (pointer, index)))
+                for index in range(len(node) - 1, -1, -1):
+                    push((out, index, node[index], _item_schema(view, index), (pointer, index)))
             else:
                 parent[key] = node
         if self._more is not None:
