@@ -167,3 +167,19 @@ def test_the_coerced_findings_kept_are_the_first_in_the_text():
     assert [found.raw[d.pos:d.end] for d in coerced[1:4]] == ["0", "1", "2"]
     assert more.pos > coerced[-1].pos and found.raw[more.pos:more.end].startswith("999,")
     assert "501 more" in more.message
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_what_the_decoders_refuse_stays_refused_whatever_the_schema(strict):
+    # docs/schema.md: an integer over 4,300 digits is a syntax error even for a string field
+    tools = [{"name": "t", "parameters": {"type": "object", "properties": {"a": {"type": "string"}}}}]
+    parsed = parse_output(_call("a:" + "1" * 4301), tools=tools, strict=strict)
+    assert not parsed.calls and [e.code for e in parsed.errors] == ["syntax"]
+    beyond = parse_output(_call("a:1e400"), tools=tools, strict=strict)
+    if strict:
+        assert not beyond.calls and [e.code for e in beyond.errors] == ["syntax"]
+    else:
+        assert beyond.calls[0].arguments == {"a": "1e400"}
+        exact = parse_output(_call("a:1e400"), tools=[{"name": "t", "parameters": {
+            "type": "object", "properties": {"a": {"type": "integer"}}}}])
+        assert exact.calls[0].arguments == {"a": 10 ** 400}
