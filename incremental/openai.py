@@ -257,8 +257,8 @@ class OpenAIStream:
         self._calls_sent += 1
         deltas.append({"tool_calls": [{"index": index, "id": start.id, "type": "function",
                                        "function": {"name": start.name, "arguments": ""}}]})
-        call = self._open = _OpenCall(start.id, index, ArgumentStream(max_depth=self.parser.max_depth),
-                                      start.span[1] - 1)
+        call = self._open = _OpenCall(start.id, index, ArgumentStream(
+            max_depth=self.parser.max_depth, typed=self.parser._types_arguments(start.name)), start.span[1] - 1)
         text = self._recent_text(call.read_to, self._block_end(call.id, events))
         if text is None:  # (cannot happen: the parser holds back less than _KEEP) send it whole
             call.arguments.stopped = True

@@ -11,6 +11,7 @@ from gemma4_incremental import parse_output
 from gemma4_lark.schema import registry
 from gemma4_lark.tools import ShapeError
 
+D = "<|\"|>"
 GROWTH = 4
 MAX_RATIO = 8.0  # linear: about 4 (or 1 where the size does not matter); quadratic: 16; exponential: more
 
@@ -183,3 +184,35 @@ def test_what_the_decoders_refuse_stays_refused_whatever_the_schema(strict):
         exact = parse_output(_call("a:1e400"), tools=[{"name": "t", "parameters": {
             "type": "object", "properties": {"a": {"type": "integer"}}}}])
         assert exact.calls[0].arguments == {"a": 10 ** 400}
+
+
+@pytest.mark.parametrize("body, typed", [
+    ("a:01,b:2", {"a": "01", "b": 2}),
+    (f"s:{D}long text{D},b:3.0,a:x", {"s": "long text", "b": 3, "a": "x"}),
+    ("b:2,a:[01,{c:True}]", {"b": 2, "a": ["01", {"c": True}]}),
+])
+def test_openai_stream_sends_typed_arguments_without_a_void_entry(body, typed):
+    # streamed arguments stop before the first bare scalar of a typed call: what went out is a
+    # prefix of the typed JSON, so the call is never voided and sent again for a coercion
+    import json
+
+    from gemma4_incremental import StreamParser
+    from gemma4_incremental.openai import OpenAIStream
+
+    tools = [{"name": "t", "parameters": {"type": "object", "properties": {
+        "a": {"anyOf": [{"type": "string"}, {"type": "array", "items": {
+            "anyOf": [{"type": "string"}, {"type": "object", "properties": {"c": {"type": "boolean"}}}]}}]},
+        "b": {"type": "integer"}, "s": {"type": "string"}}}}]
+    text = "Hi " + _call(body)
+    stream = OpenAIStream(StreamParser(tools=tools), stream_arguments=True)
+    chunks = []
+    for i in range(len(text)):
+        chunks += stream.feed(text[i])
+    chunks += stream.flush()
+    entries = [e for c in chunks for e in c["choices"][0]["delta"].get("tool_calls", ())]
+    assert {e["index"] for e in entries} == {0} and not any("error" in e for e in entries)
+    assert json.loads("".join(e["function"].get("arguments", "") for e in entries)) == typed
+    assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+    if body.startswith("s:"):  # a delimited string before the first bare scalar still streams
+        before_last = "".join(e["function"].get("arguments", "") for e in entries[:-1])
+        assert before_last.startswith('{"s": "long text", "b": ')
