@@ -216,3 +216,42 @@ def test_openai_stream_sends_typed_arguments_without_a_void_entry(body, typed):
     if body.startswith("s:"):  # a delimited string before the first bare scalar still streams
         before_last = "".join(e["function"].get("arguments", "") for e in entries[:-1])
         assert before_last.startswith('{"s": "long text", "b": ')
+
+
+# --- docs/schema.md's claims, each checked -----------------------------------------------------------
+DOC_TOOLS = [{"type": "function", "function": {"name": "weather", "parameters": {
+    "type": "object", "properties": {"zip": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
+    "required": ["zip"]}}}]
+
+
+def test_the_opening_example_of_the_page():
+    text = "<|tool_call>call:weather{zip:02134,days:3}<tool_call|>"
+    (found,) = parse_output(text, tools=DOC_TOOLS).calls
+    assert found.arguments == {"zip": "02134", "days": 3}
+    assert parse_output(text).calls[0].arguments == {"zip": 2134, "days": 3}
+    (note,) = found.diagnostics
+    assert (note.severity, note.code, note.pos, note.end) == ("warning", "coerced", 29, 34)
+    assert [d.code for d in g.validate(text, tools=DOC_TOOLS)] == ["coerced"]
+
+
+def test_a_strict_schema_error_keeps_the_typed_arguments_in_partial():
+    (error,) = parse_output(_call("zip:02134,days:0", "weather"), tools=DOC_TOOLS, strict=True).errors
+    assert error.code == "schema" and error.partial == {"zip": "02134", "days": 0}
+    assert error.error.startswith('at "/days": ')
+
+
+def test_a_missing_required_key_is_reported_at_the_arguments_object():
+    (found,) = parse_output(_call("days:2", "weather"), tools=DOC_TOOLS).calls
+    (violation,) = found.diagnostics
+    assert violation.code == "schema" and violation.message.startswith('at "": ')
+    assert found.raw[violation.pos] == "{"
+
+
+def test_formats_are_annotations():
+    tools = [{"name": "t", "parameters": {"type": "object", "properties": {"d": {"type": "string", "format": "date"}}}}]
+    assert _one(_call(f"d:{D}not a date{D}"), tools, strict=True).diagnostics == []
+
+
+def test_missing_call_is_at_the_end_with_line_and_column_zero():
+    (finding,) = parse_output("one\ntwo", tools=DOC_TOOLS, tool_choice="required").diagnostics
+    assert (finding.pos, finding.end, finding.line, finding.column) == (7, 7, 0, 0)
