@@ -122,7 +122,7 @@ class ToolCallStart(Event):
 
 
 # Findings of decoding against the declared tools that a client sees in `to_openai()`.
-_TOOLS_FINDINGS = frozenset({"coerced", "schema", "schema-string-run"})
+_TOOLS_FINDINGS = frozenset({"coerced", "schema", "string-run"})
 
 
 @_fast_init

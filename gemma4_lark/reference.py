@@ -318,7 +318,8 @@ class _Decoder:
             keys = "|".join(re.escape(k) for k in sorted(self.keys, key=len, reverse=True))
             if self.open_object:  # any key may follow: a member the schema allows is never swallowed
                 keys = _KEY.pattern
-            self._next_key = re.compile(r",[ \t\r\n]*(?:%s)[ \t\r\n]*[:=]" % keys)
+            # a key as the model may write it: bare, or JSON- or single-quoted (a `<|"|>` one stops the run anyway)
+            self._next_key = re.compile(r",[ \t\r\n]*(?:\"(?:%s)\"|'(?:%s)'|(?:%s))[ \t\r\n]*[:=]" % (keys, keys, keys))
         following = self._next_key.search(text, plain_end, close)
         stop = following.start() if following else close
         if stop <= plain_end or "<|" in text[plain_end:stop]:

@@ -69,8 +69,12 @@ def _escaped(text: str) -> str:
 class ArgumentStream:
     """Push-parse one call's arguments, from their `{`; `feed` returns the JSON that is sure."""
 
-    def __init__(self, *, max_depth: int = 512):
+    def __init__(self, *, max_depth: int = 512, typed: bool = False):
         lean = block_parser()
+        # The call is decoded against its tool's schema, which may retype any bare scalar (`01`
+        # as "01"): the stream stops before the first one, so what it sent stays a prefix of the
+        # typed call (keys and delimited strings are never retyped).
+        self._typed = typed
         self._actions = lean.actions
         self._lexers = lean.lexers
         self._stack = [lean.start_states["value_document"]]
@@ -302,9 +306,10 @@ class ArgumentStream:
                 return
             out.append(_SINGLE[type_])
             return
-        if self._comma:
-            out.append(", ")
-            self._comma = False
+        if self._typed and type_ not in _OPENERS and type_ != "COLON" and type_ != "KEY":
+            self.stopped = True  # a bare scalar: its type is the schema's to decide
+            return
+        self._flush_comma(out)
         if type_ in _OPENERS:
             if len(containers) >= self._max_depth:
                 self.stopped = True

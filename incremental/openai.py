@@ -277,7 +277,8 @@ class OpenAIStream:
         self._calls_sent += 1
         deltas.append({"tool_calls": [{"index": index, "id": event.id, "type": "function",
                                        "function": {"name": event.name, "arguments": ""}}]})
-        arguments = self._open = ArgumentStream(max_depth=self.parser.max_depth)
+        arguments = self._open = ArgumentStream(max_depth=self.parser.max_depth,
+                                                typed=self.parser._types_arguments(event.name))
         self._open_id = event.id
         self._open_index = index
         brace = event.span[1] - 1

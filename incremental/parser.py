@@ -268,6 +268,12 @@ class StreamParser:
             self.diagnostics.append(Diagnostic(
                 "error", "missing-call", f"tool_choice requires {what}, and the output makes none", 0, 0, self._pos))
 
+    def _types_arguments(self, name: str) -> bool:
+        """Whether a call of `name` is typed by a schema: its bare scalars may change type when it
+        is decoded (OpenAIStream streams its arguments only up to the first of them)."""
+        schema = self._registry.get(name) if self._registry is not None else None
+        return schema is not None and schema.root is not None
+
     def _refusal(self, name: str):
         """(code, message) when a call of `name` may not be made: undeclared, or not what
         `tool_choice` allows; else None."""

@@ -19,8 +19,8 @@ is iterative and visits each node once, so its cost is linear in the arguments.
 
 from __future__ import annotations
 
+import functools
 import itertools
-import re
 from decimal import Decimal, InvalidOperation
 from typing import Any, Iterator
 
@@ -70,8 +70,8 @@ def pointer_text(pointer) -> str:
 # --- reading schemas ------------------------------------------------------------------------------
 def _follow(root: Any, ref: str) -> Any:
     """The schema a local `$ref` ("#", "#/$defs/x", "#/definitions/x", ...) names, or None."""
-    if not ref.startswith("#"):
-        return None  # another document: not resolved
+    if ref != "#" and not ref.startswith("#/"):
+        return None  # another document, or an anchor (`#name`): not resolved
     node = root
     for raw in ref[1:].split("/")[1:] if ref != "#" else ():
         segment = raw.replace("~1", "/").replace("~0", "~")
@@ -126,37 +126,100 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def accepts(schema: Any, root: Any, value: Any, depth: int = 0) -> bool:
+def accepts(schema: Any, root: Any, value: Any, cache: dict | None = None) -> bool:
     """Whether `schema` allows `value` as far as its type, `enum` and `const` (through `$ref`,
-    `anyOf`, `oneOf`, `allOf`) tell: the shallow check typing chooses readings by."""
+    `anyOf`, `oneOf`, `allOf`) tell: the shallow check typing chooses readings by. `cache` (one
+    call's) keeps each large `enum`'s index, so a value costs a lookup, not a scan."""
+    return _accepts(schema, root, value, 0, {}, cache)
+
+
+def _accepts(schema: Any, root: Any, value: Any, depth: int, seen: dict, cache: dict | None) -> bool:
     s = resolve(schema, root)
     if s is None or depth > _MAX_BRANCH_DEPTH:
         return True
+    # Each schema is judged once per value: unions that share branches through `$ref`s (a DAG)
+    # would otherwise be walked once per path, exponentially many. A cycle constrains nothing.
+    known = seen.get(id(s))
+    if known is not None:
+        return known
+    seen[id(s)] = True
+    result = _accepts_here(s, root, value, depth, seen, cache)
+    seen[id(s)] = result
+    return result
+
+
+def _accepts_here(s: dict, root: Any, value: Any, depth: int, seen: dict, cache: dict | None) -> bool:
     if "const" in s and not _same(value, s["const"]):
         return False
     enum = s.get("enum")
-    if isinstance(enum, list) and not any(_same(value, e) for e in enum):
+    if isinstance(enum, list) and not _in_enum(enum, value, cache):
         return False
     types = _types(s)
     if types is not None and not _type_ok(value, types):
         return False
     for key in ("anyOf", "oneOf"):
         branches = s.get(key)
-        if isinstance(branches, list) and not any(accepts(b, root, value, depth + 1) for b in branches):
+        if isinstance(branches, list) and not any(_accepts(b, root, value, depth + 1, seen, cache) for b in branches):
             return False
     branches = s.get("allOf")
-    if isinstance(branches, list) and not all(accepts(b, root, value, depth + 1) for b in branches):
+    if isinstance(branches, list) and not all(_accepts(b, root, value, depth + 1, seen, cache) for b in branches):
         return False
     return True
 
 
-def container_view(schema: Any, root: Any, kind: str, depth: int = 0, node: Any = None) -> dict | None:
+_SCAN_LIMIT = 8  # an enum longer than this is looked up in an index (built once per call)
+
+
+def _enum_key(value: Any):
+    """What JSON equality compares a scalar by (True is not 1; 1 is 1.0); None for a container."""
+    kind = json_type(value)
+    if kind in ("array", "object"):
+        return None
+    return ("number" if kind == "integer" else kind), value
+
+
+def _in_enum(enum: list, value: Any, cache: dict | None) -> bool:
+    if cache is None or len(enum) <= _SCAN_LIMIT:
+        return any(_same(value, e) for e in enum)
+    index = cache.get(("enum", id(enum)))
+    if index is None:
+        keys = set()
+        for entry in enum:
+            key = _enum_key(entry)
+            if key is not None:
+                try:
+                    keys.add(key)
+                except TypeError:  # not JSON data: no scalar equals it
+                    pass
+        index = cache[("enum", id(enum))] = (enum, keys)  # holding `enum` keeps its id unique
+    try:
+        return _enum_key(value) in index[1]
+    except TypeError:
+        return any(_same(value, e) for e in enum)
+
+
+def container_view(schema: Any, root: Any, kind: str, depth: int = 0, node: Any = None,
+                   cache: dict | None = None) -> dict | None:
     """The keywords that type the members of an `object` or the items of an `array` under
     `schema`: of the `anyOf`/`oneOf` branches that allow `kind`, the first that `node` (the
-    lossless container) fits as read (`fits`), else the first; `allOf` branches merged."""
+    lossless container) fits as read (`fits`), else the first; `allOf` branches merged. `cache`
+    (one call's) keeps the view of each schema without a `node`: unions sharing branches through
+    `$ref`s are then read once each, not once per path."""
     s = resolve(schema, root)
     if s is None or depth > _MAX_BRANCH_DEPTH:
         return None
+    if node is None and cache is not None:
+        key = ("view", id(s), kind)
+        if key in cache:
+            return cache[key][1]
+        cache[key] = (s, None)  # a cycle constrains nothing; `s` held keeps its id unique
+        view = _container_view(s, root, kind, depth, None, cache)
+        cache[key] = (s, view)
+        return view
+    return _container_view(s, root, kind, depth, node, cache)
+
+
+def _container_view(s: dict, root: Any, kind: str, depth: int, node: Any, cache: dict | None) -> dict | None:
     types = _types(s)
     if types is not None and kind not in types:
         return None
@@ -171,15 +234,15 @@ def container_view(schema: Any, root: Any, kind: str, depth: int = 0, node: Any 
                 if b is not None and (_types(b) is None or kind in _types(b)):
                     allowed.append(b)
             if len(allowed) > 1 and node is not None:
-                allowed.sort(key=lambda b: not fits(b, root, node))  # stable: the first that fits
+                allowed.sort(key=lambda b: not fits(b, root, node, cache))  # stable: the first that fits
             if allowed:
-                inner = container_view(allowed[0], root, kind, depth + 1)
+                inner = container_view(allowed[0], root, kind, depth + 1, cache=cache)
                 if inner:
                     _merge(view, inner)
     branches = s.get("allOf")
     if isinstance(branches, list):
         for branch in branches:
-            inner = container_view(branch, root, kind, depth + 1)
+            inner = container_view(branch, root, kind, depth + 1, cache=cache)
             if inner:
                 _merge(view, inner)
     return view or None
@@ -190,7 +253,7 @@ def container_view(schema: Any, root: Any, kind: str, depth: int = 0, node: Any 
 FIT_BUDGET = 256
 
 
-def fits(schema: Any, root: Any, node: Any) -> bool:
+def fits(schema: Any, root: Any, node: Any, cache: dict | None = None) -> bool:
     """Whether the lossless `node` fits `schema` as read, without typing (types, `enum`, `const`,
     members and items; past FIT_BUDGET values, assumed to)."""
     stack = [(schema, node)]
@@ -199,7 +262,7 @@ def fits(schema: Any, root: Any, node: Any) -> bool:
         schema, node = stack.pop()
         kind = type(node)
         if kind is Scalar:
-            if not accepts(schema, root, node.value):
+            if not accepts(schema, root, node.value, cache):
                 return False
             continue
         if kind is not dict and kind is not list:
@@ -210,7 +273,7 @@ def fits(schema: Any, root: Any, node: Any) -> bool:
         types = _types(s)
         if types is not None and ("object" if kind is dict else "array") not in types:
             return False
-        view = container_view(s, root, "object" if kind is dict else "array")
+        view = container_view(s, root, "object" if kind is dict else "array", cache=cache)
         if kind is dict:
             children = ((_member_schema(view, key), item) for key, item in node.items())
         else:
@@ -238,13 +301,23 @@ def _member_schema(view: dict | None, key: str) -> Any:
     patterns = view.get("patternProperties")
     if isinstance(patterns, dict):
         for pattern, schema in patterns.items():
-            try:
-                if re.search(pattern, key):
-                    return schema
-            except (re.error, TypeError):
-                continue
+            matches = _pattern(pattern) if isinstance(pattern, str) else None
+            if matches is not None and matches(key):
+                return schema
     additional = view.get("additionalProperties")
     return additional if isinstance(additional, dict) else None
+
+
+@functools.lru_cache(maxsize=256)
+def _pattern(pattern: str):
+    """Whether a key matches a schema's regular expression, as the validator reads it (ECMA 262,
+    with a bound on backtracking), or None when it is not one. Not Python's `re`: it backtracks
+    without bound (`^(a+)+$` against a key of 40 `a`s and a `-` runs for days)."""
+    try:
+        import jsonschema_rs
+        return jsonschema_rs.validator_for({"type": "string", "pattern": pattern}).is_valid
+    except Exception:  # noqa: BLE001 - no validator (the registry says so), or not a regex
+        return None
 
 
 def _item_schema(view: dict | None, index: int) -> Any:
@@ -307,6 +380,7 @@ class Typing:
         self.lines = lines
         self.diagnostics: list[Diagnostic] = []
         self._more = None  # [count, first pos, furthest end] beyond MAX_NOTES
+        self._cache: dict = {}  # this call's enum indexes and container views (see `accepts`)
 
     def run(self, arguments: Any) -> Any:
         root = self.root
@@ -319,15 +393,16 @@ class Typing:
             if kind is Scalar:
                 parent[key] = self._scalar(node, schema, pointer) if schema is not None else node.value
             elif kind is dict:
-                view = container_view(schema, root, "object", 0, node) if schema is not None else None
+                view = container_view(schema, root, "object", 0, node, self._cache) if schema is not None else None
                 out = parent[key] = dict.fromkeys(node)
-                for name, item in node.items():
+                # pushed last to first, so values are typed (and their findings kept) in text order
+                for name, item in reversed(node.items()):
                     push((out, name, item, _member_schema(view, name), (pointer, name)))
             elif kind is list:
-                view = container_view(schema, root, "array", 0, node) if schema is not None else None
+                view = container_view(schema, root, "array", 0, node, self._cache) if schema is not None else None
                 out = parent[key] = [None] * len(node)
-                for index, item in enumerate(node):
-                    push((out, index, item, _item_schema(view, index), (pointer, index)))
+                for index in range(len(node) - 1, -1, -1):
+                    push((out, index, node[index], _item_schema(view, index), (pointer, index)))
             else:
                 parent[key] = node
         if self._more is not None:
@@ -340,10 +415,11 @@ class Typing:
     def _scalar(self, scalar: Scalar, schema: Any, pointer) -> Any:
         natural = scalar.value
         root = self.root
-        if scalar.lexeme is None or accepts(schema, root, natural):
+        cache = self._cache
+        if scalar.lexeme is None or accepts(schema, root, natural, cache):
             return natural
         for reading in readings(scalar):
-            if accepts(schema, root, reading):
+            if accepts(schema, root, reading, cache):
                 self._note(scalar, natural, reading, pointer)
                 return reading
         return natural

@@ -22,6 +22,10 @@ from .lexeme import Scalar, plain
 # Validation findings kept per call; the rest are counted in the last one's message.
 MAX_SCHEMA_ERRORS = 100
 _CACHE_SIZE = 64
+# A tool list whose JSON text is longer than this is compiled afresh each time, not cached: the
+# cache's memory stays bounded (64 lists of at most this much text, and their validators) whatever
+# lists requests send. A server with so large a fixed list passes it compiled (`compile_tools`).
+_CACHE_MAX_CHARS = 256 * 1024
 
 
 def _load_validator_factory():
@@ -202,4 +206,13 @@ def compile_tools(tools: Sequence[Any] | None) -> ToolRegistry | None:
     except (TypeError, ValueError):
         read_tools(tools)  # a shape error names the field, when there is one
         raise ShapeError("tools", "must be JSON data (str, numbers, bool, None, lists, dicts)") from None
-    return _compile(key)
+    except RecursionError:
+        key = None
+    try:
+        if key is not None:
+            # a list too long for the cache is compiled afresh: see _CACHE_MAX_CHARS
+            return _compile.__wrapped__(key) if len(key) > _CACHE_MAX_CHARS else _compile(key)
+    except RecursionError:
+        pass
+    # json.dumps and json.loads recurse: a list nested this deep is no schema a validator takes
+    raise ShapeError("tools", "nest too deeply to be read as JSON schemas")
