@@ -63,37 +63,19 @@ def _block_grammar():
     return grammar.build(grammar.BLOCK_STARTS)
 
 
-def marker_inside_string(text: str) -> bool:
-    """A marker other than the delimiter inside a delimited string: the one place where the
-    exports are stricter than the parser (docs/constrained-decoding.md, "Not enforced")."""
-    inside = False
-    i = 0
-    while i < len(text):
-        if text.startswith(tokens.STRING_DELIMITER, i):
-            inside = not inside
-            i += len(tokens.STRING_DELIMITER)
-            continue
-        if inside and any(text.startswith(m, i) for m in tokens.CONTROL_TOKENS):
-            return True
-        i += 1
-    return False
-
-
 def assert_agrees(matcher: Matcher, text: str):
     verdict = strict(text)
     if verdict is None:
         return
     ok, error_pos = verdict
     accepted, refused_at = matcher.accepted_prefix(text)
-    if ok != accepted and ok and marker_inside_string(text):
-        return  # the documented gap: a marker token inside a string
     assert accepted == ok, (text, error_pos, refused_at)
-    if not ok and refused_at < len(text) and not marker_inside_string(text[:error_pos + 1]):
+    if not ok and refused_at < len(text):
         # refused in the token where the parser reports the error: at its start, or inside it
         # (a prefix the engine could still complete, such as `cal` of `call:`)
         assert error_pos <= refused_at, (text, error_pos, refused_at)
         between = text[error_pos:refused_at]
-        if between.startswith(tokens.STRING_DELIMITER) or marker_inside_string(text):
+        if between.startswith(tokens.STRING_DELIMITER):
             return  # a string: the parser names where it opened, the engine where it fails
         assert not (set(between) & STRUCTURE) and not any(m in between for m in tokens.CONTROL_TOKENS), \
             (text, error_pos, refused_at)
@@ -104,8 +86,6 @@ def assert_agrees(matcher: Matcher, text: str):
 @SETTINGS
 @given(block=fuzz.canonical_calls())
 def test_canonical_calls_accepted(call_matchers, engine, block):
-    if marker_inside_string(block):
-        return
     assert call_matchers[engine].accepts(block), block
 
 
@@ -121,6 +101,19 @@ def test_grammar_generated_blocks_accepted(call_matchers, engine, block):
 @given(block=fuzz.grammar_text("call_block"))
 def test_lark_export_parses_grammar_generated_blocks(call_lark, block):
     call_lark.parse(block)
+
+
+@pytest.mark.parametrize("engine", ["llguidance", "gbnf"])
+@pytest.mark.parametrize("block", [
+    # a marker's text inside a string: the model writes it as the special token
+    '<|tool_call>call:say{text:<|"|>end with <turn|> then <|tool_call><|"|>}<tool_call|>',
+    '<|tool_call>call:say{text:<|"|><eos><|"|>,n:<|"|>a<|"|<bos>b<|"|>}<tool_call|>',
+    # and inside a bare word, where the grammar lets `<bos>` and `<eos>` stand
+    "<|tool_call>call:say{w:a<bos>b c<eos>}<tool_call|>",
+])
+def test_markers_inside_strings_as_special_tokens(call_matchers, engine, block):
+    assert strict(block) == (True, None)
+    assert call_matchers[engine].accepts(block)
 
 
 # --- refused: where the parser refuses ------------------------------------------------------------
@@ -177,9 +170,7 @@ def test_conformance_corpus_lark_export(call_lark, name, text):
         parsed = True
     except lark.exceptions.LarkError:
         parsed = False
-    # The Lark export accepts nothing parse_call refuses. (The converse is open for a few
-    # strings with `<` and `|` inside: Earley's dynamic lexer misses some splits.)
-    assert ok or not parsed
+    assert parsed == ok
 
 
 # --- generated: what the mask lets through parses ----------------------------------------------------
@@ -213,8 +204,6 @@ def output_matcher():
 @SETTINGS
 @given(text=fuzz.canonical_streams())
 def test_output_accepts_canonical_streams(output_matcher, text):
-    if marker_inside_string(text):
-        return
     assert output_ok(text)
     assert output_matcher.accepts(text), text
     for stop in (tokens.TURN_CLOSE, tokens.TOOL_RESPONSE_OPEN, tokens.EOS):
@@ -226,13 +215,17 @@ def test_output_accepts_canonical_streams(output_matcher, text):
 def test_output_mutants_agree_with_parse_model_output(output_matcher, data):
     text = data.draw(fuzz.mutated(data.draw(fuzz.canonical_streams())))
     ok = output_ok(text)
-    if ok != output_matcher.accepts(text) and ok and marker_inside_string(text):
-        return
     assert output_matcher.accepts(text) == ok, text
 
 
 CALL = '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>'
 THOUGHT = "<|channel>thought\nCheck the weather.<channel|>"
+
+
+def test_output_text_may_hold_the_string_delimiter_token(output_matcher):
+    text = 'Write <|"|> to quote.' + CALL
+    assert output_ok(text) and output_matcher.accepts(text)
+    assert not output_matcher.accepts("Write <turn|x> then <|tool_call>.")
 
 
 def test_output_thinking_off_refuses_thoughts():

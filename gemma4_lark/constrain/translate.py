@@ -132,27 +132,113 @@ def _marker_of(text: str) -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def terminal_expr(name: str, starts: tuple[str, ...]) -> Expr:
-    """Terminal `name` as an expression: markers as `Special`, the rest as a regular expression
-    of exactly the strings the lexer takes for it where the parser for `starts` expects it."""
+def terminal_language(name: str, starts: tuple[str, ...]):
+    """The automaton of the strings the lexer takes for terminal `name` where the parser for
+    `starts` expects it."""
+    term = _terminal_defs()[name]
+    return regular.token_language(term.pattern.value, term.pattern.flags, _follow_tree(name, starts))
+
+
+def terminal_rules(name: str, starts: tuple[str, ...], base: str, trailing: Expr | None) -> dict[str, Expr]:
+    """The rules of terminal `name`: `base`, and the pieces it refers to.
+
+    A marker at either end of every string (a string's `<|"|>`) is the special token. A marker
+    the terminal may hold inside (a string may hold `<turn|>`, free text `<|"|>`) may come as the
+    special token too, as a tokenizer writes it: then the text around it is split into pieces,
+    each a lexeme, following the terminal's automaton through the marker. `trailing` (the ignored
+    whitespace) goes inside the last piece's lexeme."""
     term = _terminal_defs()[name]
     if term.pattern.type == "str":
         text = term.pattern.value
-        return Special(text) if _marker_of(text) else Literal(text)
-    dfa = regular.token_language(term.pattern.value, term.pattern.flags, _follow_tree(name, starts))
-    head, dfa, tail = _split_markers(dfa)
-    parts: list[Expr] = []
-    if head:
-        parts.append(Special(head))
-    if _accepts_only_empty(dfa):
-        pass
-    elif dfa.start in dfa.accept:  # the text between may be empty: write it optional, non-empty
-        parts.append(Repeat(regular.to_expr(_non_empty(dfa)), 0, 1))
-    else:
-        parts.append(regular.to_expr(dfa))
+        return {base: seq(Special(text) if _marker_of(text) else Literal(text), *([trailing] if trailing else []))}
+    head, mid, tail = _split_markers(terminal_language(name, starts))
+    rules: dict[str, Expr] = {}
+    body = _pieces(mid, base, rules, None if tail else trailing)
+    parts: list[Expr] = [Special(head)] if head else []
+    if body is not None:
+        parts.append(body)
     if tail:
         parts.append(Special(tail))
-    return seq(*parts)
+        if trailing:
+            parts.append(trailing)
+    rules[base] = seq(*parts)
+    return rules
+
+
+def _pieces(dfa, base: str, rules: dict, trailing: Expr | None) -> Expr | None:
+    """The strings of `dfa` as pieces of text and marker tokens (see `terminal_rules`); None for
+    the empty string alone."""
+    live = dfa.live()
+    moves: dict[int, dict[tuple[str, int], set]] = {}
+    for state in sorted(live):
+        for marker in tokens.CONTROL_TOKENS:
+            target = dfa.run(state, map(ord, marker))
+            if target in live:
+                moves.setdefault(state, {}).setdefault((marker, target), set()).add(state)
+    if not moves:  # no marker inside: one lexeme
+        if _accepts_only_empty(dfa):
+            return trailing
+        if dfa.start in dfa.accept:  # may be empty: the lexeme optional, never empty itself
+            text = regular.to_expr(_non_empty(dfa))
+            return Repeat(seq(text, trailing) if trailing else text, 0, 1) if not trailing else \
+                choice(seq(text, trailing), trailing)
+        return seq(regular.to_expr(dfa), *([trailing] if trailing else []))
+    entries = [dfa.start]
+    names: dict[int, str] = {}
+
+    def entry(state: int) -> Ref:
+        if state not in names:
+            names[state] = f"{base}_{len(names)}"
+            entries.append(state)
+        return Ref(names[state])
+
+    first = entry(dfa.start)
+    entries.pop()  # entry() appended the start again
+    chunk_names: dict[Expr, str] = {}
+    done = set()
+    while entries:
+        e = entries.pop(0)
+        if e in done:
+            continue
+        done.add(e)
+        options: list[Expr] = []
+        end = _chunk(dfa, e, dfa.accept)
+        if end is not None:
+            name = f"{names[e]}_text"
+            rules[name] = seq(end, *([trailing] if trailing else []))
+            options.append(Ref(name))
+        # markers that lead from the same states to the same state share one option
+        groups: dict[tuple[int, frozenset], list[str]] = {}
+        sources_of: dict[tuple[str, int], set] = {}
+        for state, by in moves.items():
+            for pair, states in by.items():
+                sources_of.setdefault(pair, set()).update(states)
+        for (marker, target), sources in sorted(sources_of.items()):
+            groups.setdefault((target, frozenset(sources)), []).append(marker)
+        for (target, sources), markers in sorted(groups.items(), key=lambda g: sorted(g[1])):
+            before = _chunk(dfa, e, sources)
+            if before is None and e not in sources:
+                continue
+            piece: list[Expr] = []
+            if before is not None:
+                name = chunk_names.get(before)
+                if name is None:
+                    name = chunk_names[before] = f"{names[e]}_{len(chunk_names)}"
+                    rules[name] = before
+                piece.append(Repeat(Ref(name), 0, 1) if e in sources else Ref(name))
+            options.append(seq(*piece, choice(*(Special(m) for m in sorted(markers))), entry(target)))
+        body = choice(*options) if options else None
+        if e in dfa.accept:
+            empty = trailing
+            body = (choice(body, empty) if empty is not None else Repeat(body, 0, 1)) if body is not None else empty
+        rules[names[e]] = body if body is not None else Literal("")
+    return first
+
+
+def _chunk(dfa, start: int, ends) -> Expr | None:
+    """The non-empty text leading from `start` to a state of `ends`, or None when there is none."""
+    sub = regular.minimize(_non_empty(regular.DFA(dfa.alphabet, dfa.trans, frozenset(ends), start)))
+    return None if regular.is_empty(sub) else regular.to_expr(sub)
 
 
 def _split_markers(dfa):
@@ -225,17 +311,13 @@ class _Builder:
         return ir_name
 
     def terminal(self, name: str) -> Expr:
-        """A reference to terminal `name`'s rule, with the ignored whitespace after it."""
+        """A reference to terminal `name`'s rule, with the ignored whitespace after it (unless
+        the terminal outranks the whitespace: free text takes it itself)."""
         ir_name = terminal_rule_name(name)
         if ir_name not in self.rules:
-            body = terminal_expr(name, self.starts)
-            if self.priority[name] > self.ws_priority:
-                pass  # it takes the whitespace itself (free text)
-            elif isinstance(body, Special) or (isinstance(body, Seq) and isinstance(body.items[-1], Special)):
-                body = seq(body, Repeat(self.ws(), 0, 1))
-            else:
-                body = seq(body, Repeat(self.ws(), 0, 1))
-            self.rules[ir_name] = body
+            trailing = None if self.priority[name] > self.ws_priority else Repeat(self.ws(), 0, 1)
+            self.rules[ir_name] = Literal("")  # reserved while its pieces are made
+            self.rules.update(terminal_rules(name, self.starts, ir_name, trailing))
         return Ref(ir_name)
 
     def ws(self) -> Expr:
@@ -291,15 +373,15 @@ class _Builder:
         return False
 
     def is_text(self, e: Expr) -> bool:
-        """A reference to a rule that is one terminal outranking the ignored whitespace: free
-        text, which the lexer never splits in two."""
-        while isinstance(e, Ref):
-            body = self.rules.get(e.name)
-            if isinstance(body, Ref):
-                e = body
-                continue
-            name = e.name
-            return any(terminal_rule_name(t) == name and p > self.ws_priority for t, p in self.priority.items())
+        """A reference (through references) to the rule of a terminal outranking the ignored
+        whitespace: free text, which the lexer never splits in two."""
+        texts = {terminal_rule_name(t) for t, p in self.priority.items() if p > self.ws_priority}
+        seen = set()
+        while isinstance(e, Ref) and e.name not in seen:
+            if e.name in texts:
+                return True
+            seen.add(e.name)
+            e = self.rules.get(e.name)
         return False
 
     def no_text_after_text(self, rep: Repeat) -> Expr:
