@@ -9,7 +9,8 @@ needs on top is done once, here:
 - Markers are special tokens: a terminal whose text is one of Gemma's markers
   (`tokens.CONTROL_TOKENS`) becomes a `Special`, and a terminal whose every string starts or ends
   with a marker (a string's `<|"|>`, the thought's `<|channel>`) is split into the marker and the
-  text beside it.
+  text beside it. A marker a terminal may hold inside (a string holding `<turn|>`) may also come
+  as its token: the text around it becomes pieces, one lexeme each (`terminal_rules`).
 - Ignored whitespace (`%ignore WS`) is written out: optional whitespace after each terminal, inside
   the same lexeme when the terminal is text (so a greedy lexer, llguidance's, never has to decide
   whether `a b ` ends a bare word or starts whitespace), and before the first terminal of a block.
@@ -23,7 +24,7 @@ needs on top is done once, here:
 from __future__ import annotations
 
 import functools
-import re
+from types import MappingProxyType
 
 import lark
 from lark.load_grammar import GrammarBuilder
@@ -31,25 +32,26 @@ from lark.load_grammar import GrammarBuilder
 from .. import grammar as source
 from .. import tokens
 from . import regular
-from .ir import CharClass, Choice, Expr, Grammar, Literal, Ref, Repeat, Seq, Special, char_class, choice, seq
+from .ir import Choice, Expr, Grammar, Literal, Ref, Repeat, Special, char_class, choice, seq
 from .regular import CannotDerive
 
 WS_RULE = "ws"
 
 
 @functools.lru_cache(maxsize=1)
+def _builder() -> GrammarBuilder:
+    builder = GrammarBuilder()
+    builder.load_grammar(source.grammar_text(), "gemma4")
+    return builder
+
+
 def definitions() -> dict:
     """The grammar's rules and terminals as Lark reads them, before it expands EBNF into BNF."""
-    builder = GrammarBuilder()
-    builder.load_grammar(source.grammar_text(), "gemma4")
-    return builder._definitions  # Lark's own reading of the file; its public API offers BNF only
+    return _builder()._definitions  # Lark's own reading of the file; its public API offers BNF only
 
 
-@functools.lru_cache(maxsize=1)
 def _ignored() -> tuple[str, ...]:
-    builder = GrammarBuilder()
-    builder.load_grammar(source.grammar_text(), "gemma4")
-    return tuple(builder._ignore_names)
+    return tuple(_builder()._ignore_names)
 
 
 def _terminal_defs() -> dict:
@@ -72,8 +74,7 @@ def terminal_rule_name(name: str) -> str:
 def _follows(starts: tuple[str, ...]) -> dict[str, frozenset[str]]:
     """For each terminal, the terminals the parser for `starts` accepts right after it ($END for
     the end of the input): read from its LALR tables."""
-    parser = lark.Lark(source.grammar_text(), start=list(starts), parser="lalr", lexer="contextual")
-    table = parser.parser.parser.parser.parse_table
+    table = source.build(starts).parser.parser.parser.parse_table  # the tables the parser runs
     after: dict[str, set] = {}
     for row in table.states.values():
         for symbol, (action, target) in row.items():
@@ -139,6 +140,7 @@ def terminal_language(name: str, starts: tuple[str, ...]):
     return regular.token_language(term.pattern.value, term.pattern.flags, _follow_tree(name, starts))
 
 
+@functools.lru_cache(maxsize=None)
 def terminal_rules(name: str, starts: tuple[str, ...], base: str, trailing: Expr | None) -> dict[str, Expr]:
     """The rules of terminal `name`: `base`, and the pieces it refers to.
 
@@ -180,8 +182,7 @@ def _pieces(dfa, base: str, rules: dict, trailing: Expr | None) -> Expr | None:
             return trailing
         if dfa.start in dfa.accept:  # may be empty: the lexeme optional, never empty itself
             text = regular.to_expr(_non_empty(dfa))
-            return Repeat(seq(text, trailing) if trailing else text, 0, 1) if not trailing else \
-                choice(seq(text, trailing), trailing)
+            return choice(seq(text, trailing), trailing) if trailing else Repeat(text, 0, 1)
         return seq(regular.to_expr(dfa), *([trailing] if trailing else []))
     entries = [dfa.start]
     names: dict[int, str] = {}
@@ -317,7 +318,7 @@ class _Builder:
         if ir_name not in self.rules:
             trailing = None if self.priority[name] > self.ws_priority else Repeat(self.ws(), 0, 1)
             self.rules[ir_name] = Literal("")  # reserved while its pieces are made
-            self.rules.update(terminal_rules(name, self.starts, ir_name, trailing))
+            self.rules.update(terminal_rules(name, self.starts, ir_name, trailing))  # (a cached dict: copied)
         return Ref(ir_name)
 
     def ws(self) -> Expr:
@@ -413,13 +414,14 @@ def _sets(tree):
         yield from _sets(tree[1])
 
 
+@functools.lru_cache(maxsize=1)
 def call_grammar() -> Grammar:
     """One call block: exactly the language of `parse_call` (whitespace before it included, as
     the parser ignores it)."""
     b = _Builder(source.BLOCK_STARTS)
     block = b.rule("call_block")
     b.rules["start"] = seq(Repeat(b.ws(), 0, 1), Ref(block))
-    return Grammar("start", dict(b.rules))
+    return Grammar("start", MappingProxyType(dict(b.rules)))  # cached: shared, so read-only
 
 
 # How much text may come before the call a turn must make (`tool_choice` "required" or a named
@@ -441,6 +443,13 @@ def output_grammar(*, mode: str = "auto", thinking: bool = True, call_block: Gra
     `mode` "none" leaves calls out, "required" and "function" ask for at least one call with at
     most `MAX_PREFIX_CHARS` of text (and a thought, when thinking) before the first.
     `call_block`, when given, stands for every call block (the declared tools')."""
+    g = _output_grammar(mode, thinking, call_block is not None and mode in ("required", "function"))
+    return with_call_block(g, call_block) if call_block is not None and mode != "none" else g
+
+
+@functools.lru_cache(maxsize=None)
+def _output_grammar(mode: str, thinking: bool, named_allowed: bool) -> Grammar:
+    # the turn without its tools: built once per mode and thinking
     if mode not in MODES:
         raise ValueError(f"unknown tool choice mode {mode!r}")
     exclude = set()
@@ -452,7 +461,7 @@ def output_grammar(*, mode: str = "auto", thinking: bool = True, call_block: Gra
     output = b.rule(OUTPUT_RULE)
     rules = dict(b.rules)
     if mode in ("required", "function"):
-        if call_block is None and mode == "function":
+        if not named_allowed and mode == "function":
             raise ValueError("a named tool_choice needs the declared tools")
         first = [Ref(b.rule(THOUGHT_RULE))] if thinking else []
         prefix = Repeat(char_class(_prefix_ranges()), 0, MAX_PREFIX_CHARS)
@@ -462,8 +471,7 @@ def output_grammar(*, mode: str = "auto", thinking: bool = True, call_block: Gra
         # every piece the turn may hold after its first call is what `auto` allows
     else:
         rules["start"] = Ref(output)
-    g = Grammar("start", rules)
-    return with_call_block(g, call_block) if call_block is not None else g
+    return Grammar("start", MappingProxyType(rules))  # cached: shared, so read-only
 
 
 def _prefix_ranges():
