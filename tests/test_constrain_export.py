@@ -257,3 +257,23 @@ def test_output_tool_choice_required_needs_a_call_soon():
         text = required.random_walk(rng, max_tokens=MAX_PREFIX_CHARS + 200)
         if text is not None:
             assert tokens.TOOL_CALL_OPEN in text and output_ok(text), text
+
+
+@pytest.mark.parametrize("options", [{}, {"thinking": False}, {"tool_choice": "required"}, {"tool_choice": "none"}])
+def test_output_random_walks_parse(options):
+    matcher = Matcher(constrain.grammar("llguidance", scope="output", **options))
+    rng = random.Random(5)
+    finished = 0
+    for _ in range(40):
+        text = matcher.random_walk(rng, max_tokens=700)
+        if text is None:
+            continue
+        finished += 1
+        assert output_ok(text), text
+        if options.get("thinking") is False:
+            assert tokens.CHANNEL_OPEN not in text
+        if options.get("tool_choice") == "none":
+            assert tokens.TOOL_CALL_OPEN not in text
+        if options.get("tool_choice") == "required":
+            assert tokens.TOOL_CALL_OPEN in text
+    assert finished >= 10
