@@ -205,8 +205,11 @@ def _pieces(dfa, base: str, rules: dict, trailing: Expr | None) -> Expr | None:
         options: list[Expr] = []
         end = _chunk(dfa, e, dfa.accept)
         if end is not None:
-            name = f"{names[e]}_text"
-            rules[name] = seq(end, *([trailing] if trailing else []))
+            last = seq(end, *([trailing] if trailing else []))
+            name = chunk_names.get(last)
+            if name is None:
+                name = chunk_names[last] = f"{names[e]}_{len(chunk_names)}"
+                rules[name] = last
             options.append(Ref(name))
         # markers that lead from the same states to the same state share one option
         groups: dict[tuple[int, frozenset], list[str]] = {}
