@@ -485,14 +485,19 @@ def _prefix_ranges():
 
 def with_call_block(g: Grammar, call_block: Grammar) -> Grammar:
     """`g` with its call block rule standing for `call_block`'s start rule (the declared tools'
-    call blocks), their rules beside its own."""
-    clash = sorted(set(call_block.rules) & set(g.rules))
-    if clash:
-        raise ValueError(f"rule names used twice: {', '.join(clash)}")
+    call blocks), their rules beside those of `g` still in use."""
     name = rule_name(CALL_RULE)
     if name not in g.rules:
         raise ValueError("the grammar has no call block to replace")
     rules = dict(g.rules)
     rules[name] = Ref(call_block.start)
-    rules.update(call_block.rules)
-    return Grammar(g.start, rules)
+    rules.pop(call_block.start, None)
+    from .dialects import reachable
+
+    kept = {n: rules[n] for n in reachable(Grammar(g.start, {**rules, **{call_block.start: Literal("")}}))
+            if n != call_block.start}
+    clash = sorted(set(call_block.rules) & set(kept))
+    if clash:
+        raise ValueError(f"rule names used twice: {', '.join(clash)}")
+    kept.update(call_block.rules)
+    return Grammar(g.start, kept)
