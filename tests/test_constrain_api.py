@@ -47,3 +47,17 @@ def test_rule_clash_is_refused():
     tools_block = ir.Grammar("tool_call", {"tool_call": ir.Ref("ws"), "ws": ir.Literal(" ")})
     with pytest.raises(ValueError, match="used twice"):
         translate.with_call_block(translate.call_grammar(), tools_block)
+
+
+def test_xgrammar_rule_names_are_not_its_booleans():
+    """xgrammar's EBNF lexer reads `true` and `false` as booleans wherever they stand, so no rule
+    may be named so (the grammar's TRUE and FALSE terminals would be)."""
+    import re
+
+    for scope in constrain.SCOPES:
+        text = constrain.grammar("xgrammar", scope=scope)
+        names = re.findall(r"^([A-Za-z_.\-][A-Za-z0-9_.\-]*) ::=", text, re.M)
+        assert len(names) == text.count("\n")  # one rule per line, its name first
+        assert not {"true", "false"} & set(names)
+        used = set(re.findall(r"(?<![\"\w\-.])([A-Za-z_.\-][A-Za-z0-9_.\-]*)(?![\w\-.\"])", re.sub(r'"(?:\\.|[^"\\])*"|\[(?:\\.|[^\]\\])*\]', " ", text)))
+        assert not {"true", "false"} & used
