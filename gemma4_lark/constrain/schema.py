@@ -19,7 +19,8 @@ What "the way the format writes them" means here (docs/constrained-decoding.md):
   in schema order). Either way each property is a fixed position that is present or skipped,
   which costs two rules per property: never the factorial number of orders.
 - Additional members, where a schema allows them, take bare keys that are none of the declared
-  keys (so no member can repeat a declared key) and may stand anywhere after a member or first.
+  keys (so no member can repeat a declared key) and may stand anywhere after a member or first;
+  an object that declares no properties (a map) takes any key, bare or quoted.
   A missing `additionalProperties` is `false` when the object declares `properties` (what strict
   tool calling means in every engine), and any member when it declares none (a free-form map).
 
@@ -354,7 +355,7 @@ class _ToolCompiler:
         schema = dict(schema)
         schema.setdefault("type", "object")
         types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        if "object" not in types:
+        if "object" not in [t.lower() if isinstance(t, str) else t for t in types]:
             raise self.error("parameters", f"the arguments are an object, but the schema's type is {schema['type']!r}")
         schema["type"] = "object"
         self.rules[name] = self.value(schema, "parameters")
@@ -542,9 +543,12 @@ class _ToolCompiler:
             extra = False if "properties" in schema else True
         extra_member = None
         if extra is not False:
-            declared = [k for k, _, _ in members if key_bare_if_possible(k) == k]
-            key_rule = self.bare_key_except(declared)
-            extra_member = ir.seq(ir.Ref(key_rule), p.colon, self.value(extra, where + ".additionalProperties"))
+            if members:
+                # bare keys other than the declared ones (a quoted key could spell a declared one)
+                key: ir.Expr = ir.Ref(self.bare_key_except([k for k, _, _ in members if key_bare_if_possible(k) == k]))
+            else:  # a map: any key, bare or quoted, as the format writes it
+                key = ir.choice(ir.Ref("tool_key"), ir.Ref("tool_string"))
+            extra_member = ir.seq(key, p.colon, self.value(extra, where + ".additionalProperties"))
         name = self.new_rule("object")
         self.rules[name] = ir.seq(p.lbrace, self.members(name, members, extra_member), p.rbrace)
         return ir.Ref(name)
@@ -588,8 +592,6 @@ class _ToolCompiler:
         """A rule for a bare key (KEY) that is none of `declared`: a trie of the declared keys,
         where leaving the trie, or stopping on a node that is no declared key, is allowed. Each
         node's rule takes what may follow its prefix, never empty (an empty rest is optional)."""
-        if not declared:
-            return "tool_key"
         chars = self.pieces.key_chars
         trie: dict = {}
         for key in declared:
