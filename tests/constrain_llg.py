@@ -95,10 +95,18 @@ def to_lark(grammar: ir.Grammar) -> str:
 
 # --- matching -------------------------------------------------------------------------------
 
+_COMPILED: dict[str, llg.LLMatcher] = {}
+
+
 def matcher(lark: str) -> llg.LLMatcher:
-    m = llg.LLMatcher(TOKENIZER, lark, log_level=0)
-    assert not m.is_error(), m.get_error()
-    return m
+    """A fresh matcher at the start of `lark` (compiled once, then copied)."""
+    if lark not in _COMPILED:
+        if len(_COMPILED) > 64:
+            _COMPILED.clear()
+        m = llg.LLMatcher(TOKENIZER, lark, log_level=0)
+        assert not m.is_error(), m.get_error()
+        _COMPILED[lark] = m
+    return _COMPILED[lark].deep_copy()
 
 
 def accepted_prefix(lark: str, text: str) -> tuple[int, bool]:
