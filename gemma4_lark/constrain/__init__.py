@@ -1,1 +1,64 @@
-"""Constrained decoding from the grammar: exports for llguidance, GBNF, xgrammar and Lark."""
+"""Constrained decoding from the grammar: exports for llguidance, GBNF, xgrammar and Lark.
+
+    from gemma4_lark import constrain
+    text = constrain.grammar("llguidance", scope="call")
+
+The exports are translated from `grammar/gemma4.lark` when asked for (see `translate`), so they
+cannot drift from the parser: `scope="call"` accepts exactly the language of `parse_call`.
+docs/constrained-decoding.md tells which export goes to which server.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import ir
+from .dialects import PRINTERS
+
+FORMATS = tuple(PRINTERS)
+SCOPES = ("call", "output")
+
+
+def grammar(fmt: str, *, scope: str = "call", tools: Any = None, tool_choice: Any = "auto",
+            thinking: bool = True) -> str:
+    """The grammar of a call block (`scope="call"`) or of a whole model turn (`scope="output"`),
+    in the dialect `fmt` ("llguidance", "gbnf", "xgrammar" or "lark").
+
+    `tools` (OpenAI-style tool list, or bare function schemas) restricts call blocks to the
+    declared tools and their parameter schemas; `tool_choice` ("auto", "none", "required", or a
+    named function) shapes a model turn; `thinking=False` leaves thoughts out of it.
+
+    Raises `ValueError` for an unknown format, scope or tool choice, and `gemma4_lark.tools`'
+    `ShapeError` (a `ValueError`) for tools of the wrong shape.
+    """
+    return PRINTERS[_format(fmt)](ir_grammar(scope=scope, tools=tools, tool_choice=tool_choice, thinking=thinking))
+
+
+def ir_grammar(*, scope: str = "call", tools: Any = None, tool_choice: Any = "auto", thinking: bool = True) -> ir.Grammar:
+    """The engine-neutral grammar `grammar()` prints."""
+    from ..tools import read_tool_choice, read_tools
+    from . import translate
+
+    if scope not in SCOPES:
+        raise ValueError(f"unknown scope {scope!r}: expected one of {', '.join(SCOPES)}")
+    if not isinstance(thinking, bool):
+        raise TypeError("thinking must be True or False")
+    declared = read_tools(tools) if tools is not None else ()
+    choice = read_tool_choice(tool_choice, declared)
+    call_block = None
+    if tools is not None and choice.mode != "none":
+        from .schema import tool_call_rules  # the declared tools' call blocks
+
+        call_block = tool_call_rules(declared, choice)
+    if scope == "call":
+        if choice.mode == "none":
+            raise ValueError("scope='call' with tool_choice='none' leaves nothing to generate")
+        return translate.call_grammar() if call_block is None else translate.with_call_block(
+            translate.call_grammar(), call_block)
+    return translate.output_grammar(mode=choice.mode, thinking=thinking, call_block=call_block)
+
+
+def _format(fmt: str) -> str:
+    if fmt not in PRINTERS:
+        raise ValueError(f"unknown format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    return fmt

@@ -1,0 +1,688 @@
+"""Regular languages as automata: what turns a terminal of the grammar, look-arounds and lazy
+repetitions included, into a plain regular language an engine can lex.
+
+A terminal's pattern means what Lark's lexer makes of it (see the grammar's header): matched at a
+position of the input, with Python's leftmost-first semantics, look-arounds that may see past the
+terminal into what follows it, and lazy repetitions that stop as early as they can. Engines accept
+none of that; they want the set of strings the terminal stands for. That set depends on what can
+follow the terminal, so it is computed here from the pattern and a follow language:
+
+    t belongs to the terminal  iff  for every follow f, the pattern matched on t·f takes exactly t
+
+The pattern is read into an automaton over the input with a marker `MARK` where the match ends
+(look-aheads are intersections with what comes after them, transparent to the marker); walking it
+over t, then the marker, then the follow decides whether a match ends at t, and threads started at
+each earlier position decide whether a shorter match (a lazy pattern) would have ended first. When
+the answer differs between two follows (the context, not the terminal, decides) the derivation
+refuses (`CannotDerive`) rather than guess.
+
+Automata work over "atoms": the code-point ranges that no character class of the construction
+splits, plus `MARK` and `END` (the end of the input), two symbols beyond Unicode.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .ir import MAX_CODE_POINT, CharClass, Choice, Expr, Literal, Repeat, Seq, char_class, choice, merge_ranges, seq
+
+try:  # Python 3.11+
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
+    from re import _constants as sre_constants  # type: ignore[attr-defined]
+except ImportError:  # Python 3.10
+    import sre_constants  # type: ignore[no-redef]
+    import sre_parse  # type: ignore[no-redef]
+
+MARK = MAX_CODE_POINT + 1
+END = MAX_CODE_POINT + 2
+_ALL = ((0, END),)
+_TEXT = ((0, MAX_CODE_POINT),)
+
+
+class CannotDerive(ValueError):
+    """A pattern whose language this module cannot state exactly (an unsupported construct, or a
+    terminal whose meaning depends on more than the follow language tells)."""
+
+
+# --- patterns as trees ------------------------------------------------------------------------------
+# ("set", ranges) | ("cat", items) | ("alt", options) | ("rep", item, min, max, lazy)
+# | ("look", positive, item) | ("and", a, b) | ("not", a) | ("mark_transparent", a)
+EPS = ("cat", ())
+
+
+def rset(ranges) -> tuple:
+    return ("set", merge_ranges(ranges))
+
+
+def cat(*items) -> tuple:
+    flat = []
+    for i in items:
+        flat.extend(i[1] if i[0] == "cat" else (i,))
+    return flat[0] if len(flat) == 1 else ("cat", tuple(flat))
+
+
+def alt(*options) -> tuple:
+    return options[0] if len(options) == 1 else ("alt", tuple(options))
+
+
+def star(item) -> tuple:
+    return ("rep", item, 0, None, False)
+
+
+def literal(text: str) -> tuple:
+    return cat(*(rset(((ord(c), ord(c)),)) for c in text)) if text else EPS
+
+
+def from_pattern(pattern: str, flags: str | list = "") -> tuple:
+    """A Python regular expression (the subset the grammar's terminals use) as a pattern tree."""
+    f = 0
+    for flag in flags:
+        f |= {"s": re.S, "i": re.I, "m": re.M, "x": re.X, "u": 0}[flag]
+    if f & (re.I | re.M):
+        raise CannotDerive("flags i and m are not supported")
+    return _sre(sre_parse.parse(pattern, f), bool(f & re.S))
+
+
+def _sre(items, dotall: bool) -> tuple:
+    out = []
+    c = sre_constants
+    for op, av in items:
+        if op is c.LITERAL:
+            out.append(rset(((av, av),)))
+        elif op is c.NOT_LITERAL:
+            out.append(("set", _negate(((av, av),))))
+        elif op is c.ANY:
+            out.append(("set", _TEXT if dotall else _negate(((10, 10),))))
+        elif op is c.IN:
+            out.append(("set", _sre_class(av)))
+        elif op is c.BRANCH:
+            out.append(alt(*(_sre(b, dotall) for b in av[1])))
+        elif op is c.SUBPATTERN:
+            if av[1] or av[2]:
+                raise CannotDerive("inline flags are not supported")
+            out.append(_sre(av[3], dotall))
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT):
+            lo, hi, sub = av
+            out.append(("rep", _sre(sub, dotall), lo, None if hi == c.MAXREPEAT else hi, op is c.MIN_REPEAT))
+        elif op in (c.ASSERT, c.ASSERT_NOT):
+            if av[0] != 1:
+                raise CannotDerive("look-behinds are not supported")
+            out.append(("look", op is c.ASSERT, _sre(av[1], dotall)))
+        else:
+            raise CannotDerive(f"regex construct {op} is not supported")
+    return cat(*out) if out else EPS
+
+
+def _sre_class(items) -> tuple:
+    c = sre_constants
+    ranges, negated = [], False
+    for op, av in items:
+        if op is c.NEGATE:
+            negated = True
+        elif op is c.LITERAL:
+            ranges.append((av, av))
+        elif op is c.RANGE:
+            ranges.append(av)
+        else:  # \d, \w, \s are Unicode-wide in Python: the grammar spells its classes out
+            raise CannotDerive(f"class item {op} is not supported")
+    merged = merge_ranges(ranges)
+    return _negate(merged) if negated else merged
+
+
+def _negate(ranges) -> tuple:
+    """The complement within text (never MARK or END)."""
+    out, at = [], 0
+    for lo, hi in merge_ranges(ranges):
+        if lo > at:
+            out.append((at, lo - 1))
+        at = hi + 1
+    if at <= MAX_CODE_POINT:
+        out.append((at, MAX_CODE_POINT))
+    return tuple(out)
+
+
+def _ranges_in(tree, acc: set):
+    kind = tree[0]
+    if kind == "set":
+        acc.add(tree[1])
+    elif kind in ("cat", "alt"):
+        for t in tree[1]:
+            _ranges_in(t, acc)
+    elif kind == "rep":
+        _ranges_in(tree[1], acc)
+    elif kind == "look":
+        _ranges_in(tree[2], acc)
+    elif kind == "and":
+        _ranges_in(tree[1], acc)
+        _ranges_in(tree[2], acc)
+    elif kind in ("not", "mark_transparent"):
+        _ranges_in(tree[1], acc)
+
+
+def has_lookaround(tree) -> bool:
+    kind = tree[0]
+    if kind == "look":
+        return True
+    if kind in ("cat", "alt"):
+        return any(has_lookaround(t) for t in tree[1])
+    if kind == "rep":
+        return has_lookaround(tree[1])
+    return False
+
+
+def has_lazy(tree) -> bool:
+    kind = tree[0]
+    if kind == "rep":
+        return tree[4] or has_lazy(tree[1])
+    if kind in ("cat", "alt"):
+        return any(has_lazy(t) for t in tree[1])
+    if kind == "look":
+        return has_lazy(tree[2])
+    return False
+
+
+# --- atoms ------------------------------------------------------------------------------------------
+class Alphabet:
+    """The ranges no class splits: every class is a union of atoms."""
+
+    def __init__(self, classes):
+        cuts = {0, MARK, END, END + 1}
+        for ranges in classes:
+            for lo, hi in ranges:
+                cuts.add(lo)
+                cuts.add(hi + 1)
+        bounds = sorted(cuts)
+        self.atoms = [(a, b - 1) for a, b in zip(bounds, bounds[1:])]
+        self._starts = [a for a, _ in self.atoms]
+        self.mark = self.atom_of(MARK)
+        self.end = self.atom_of(END)
+
+    def atom_of(self, code: int) -> int:
+        import bisect
+        return bisect.bisect_right(self._starts, code) - 1
+
+    def atoms_in(self, ranges) -> frozenset[int]:
+        out = set()
+        for lo, hi in ranges:
+            i = self.atom_of(lo)
+            while i < len(self.atoms) and self.atoms[i][1] <= hi:
+                out.add(i)
+                i += 1
+        return frozenset(out)
+
+    def ranges_of(self, atoms) -> tuple:
+        return merge_ranges(self.atoms[a] for a in atoms)
+
+    def text_atoms(self) -> frozenset[int]:
+        return self.atoms_in(_TEXT)
+
+
+# --- automata ---------------------------------------------------------------------------------------
+@dataclass
+class DFA:
+    """A complete deterministic automaton over the atoms of `alphabet`: `trans[state][atom]`."""
+
+    alphabet: Alphabet
+    trans: list
+    accept: frozenset
+    start: int = 0
+
+    def live(self) -> frozenset:
+        """The states from which some accepting state is reachable."""
+        back: dict[int, set] = {}
+        for s, row in enumerate(self.trans):
+            for t in row:
+                back.setdefault(t, set()).add(s)
+        seen, stack = set(self.accept), list(self.accept)
+        while stack:
+            for p in back.get(stack.pop(), ()):
+                if p not in seen:
+                    seen.add(p)
+                    stack.append(p)
+        return frozenset(seen)
+
+    def run(self, state: int, codes) -> int:
+        for code in codes:
+            state = self.trans[state][self.alphabet.atom_of(code)]
+        return state
+
+    def accepts(self, text: str) -> bool:
+        return self.run(self.start, map(ord, text)) in self.accept
+
+
+class _NFA:
+    def __init__(self, alphabet: Alphabet):
+        self.alphabet = alphabet
+        self.eps: list[set] = []
+        self.edges: list[list] = []  # (atoms, target)
+
+    def state(self) -> int:
+        self.eps.append(set())
+        self.edges.append([])
+        return len(self.eps) - 1
+
+    def build(self, tree) -> tuple[int, int]:
+        kind = tree[0]
+        if kind == "set":
+            a, b = self.state(), self.state()
+            self.edges[a].append((self.alphabet.atoms_in(tree[1]), b))
+            return a, b
+        if kind == "cat":
+            a = b = self.state()
+            for item in tree[1]:
+                s, e = self.build(item)
+                self.eps[b].add(s)
+                b = e
+            return a, b
+        if kind == "alt":
+            a, b = self.state(), self.state()
+            for option in tree[1]:
+                s, e = self.build(option)
+                self.eps[a].add(s)
+                self.eps[e].add(b)
+            return a, b
+        if kind == "rep":
+            _, item, lo, hi, _lazy = tree
+            a = b = self.state()
+            for _ in range(lo):
+                s, e = self.build(item)
+                self.eps[b].add(s)
+                b = e
+            if hi is None:
+                s, e = self.build(item)
+                self.eps[b].add(s)
+                self.eps[e].add(s)
+                end = self.state()
+                self.eps[b].add(end)
+                self.eps[e].add(end)
+                return a, end
+            end = self.state()
+            self.eps[b].add(end)
+            for _ in range(hi - lo):
+                s, e = self.build(item)
+                self.eps[b].add(s)
+                self.eps[e].add(end)
+                b = e
+            return a, end
+        if kind == "mark_transparent":
+            first = len(self.eps)
+            s, e = self.build(tree[1])
+            mark = frozenset({self.alphabet.mark})
+            for q in range(first, len(self.eps)):
+                self.edges[q].append((mark, q))
+            return s, e
+        if kind in ("and", "not"):
+            return self.embed(to_dfa(tree, self.alphabet))
+        if kind == "look":
+            raise CannotDerive("a look-around outside the match encoding")
+        raise CannotDerive(f"unknown pattern node {kind}")
+
+    def embed(self, dfa: DFA) -> tuple[int, int]:
+        live = dfa.live()
+        base = {s: self.state() for s in range(len(dfa.trans)) if s in live}
+        end = self.state()
+        for s, q in base.items():
+            by_target: dict[int, set] = {}
+            for atom, t in enumerate(dfa.trans[s]):
+                if t in base:
+                    by_target.setdefault(t, set()).add(atom)
+            for t, atoms in by_target.items():
+                self.edges[q].append((frozenset(atoms), base[t]))
+            if s in dfa.accept:
+                self.eps[q].add(end)
+        start = base.get(dfa.start)
+        if start is None:  # the empty language
+            start = self.state()
+        return start, end
+
+    def closure(self, states) -> frozenset:
+        seen, stack = set(states), list(states)
+        while stack:
+            for t in self.eps[stack.pop()]:
+                if t not in seen:
+                    seen.add(t)
+                    stack.append(t)
+        return frozenset(seen)
+
+
+def _determinize(nfa: _NFA, start: int, final: int) -> DFA:
+    n = len(nfa.alphabet.atoms)
+    first = nfa.closure({start})
+    index = {first: 0}
+    order = [first]
+    trans = []
+    for current in order:  # grows while walked
+        row = []
+        moves: list[set] = [set() for _ in range(n)]
+        for q in current:
+            for atoms, t in nfa.edges[q]:
+                for a in atoms:
+                    moves[a].add(t)
+        for a in range(n):
+            target = nfa.closure(moves[a])
+            if target not in index:
+                index[target] = len(order)
+                order.append(target)
+            row.append(index[target])
+        trans.append(row)
+    accept = frozenset(i for i, states in enumerate(order) if final in states)
+    return minimize(DFA(nfa.alphabet, trans, accept))
+
+
+def to_dfa(tree, alphabet: Alphabet) -> DFA:
+    kind = tree[0]
+    if kind == "not":
+        d = to_dfa(tree[1], alphabet)
+        return DFA(alphabet, d.trans, frozenset(range(len(d.trans))) - d.accept, d.start)
+    if kind == "and":
+        return intersect(to_dfa(tree[1], alphabet), to_dfa(tree[2], alphabet))
+    nfa = _NFA(alphabet)
+    s, e = nfa.build(tree)
+    return _determinize(nfa, s, e)
+
+
+def intersect(a: DFA, b: DFA) -> DFA:
+    n = len(a.alphabet.atoms)
+    index = {(a.start, b.start): 0}
+    order = [(a.start, b.start)]
+    trans = []
+    for p, q in order:
+        row = []
+        for x in range(n):
+            pair = (a.trans[p][x], b.trans[q][x])
+            if pair not in index:
+                index[pair] = len(order)
+                order.append(pair)
+            row.append(index[pair])
+        trans.append(row)
+    accept = frozenset(i for i, (p, q) in enumerate(order) if p in a.accept and q in b.accept)
+    return minimize(DFA(a.alphabet, trans, accept))
+
+
+def minimize(d: DFA) -> DFA:
+    """Reachable states only, equivalent states merged (Moore's refinement); the start is 0."""
+    reach, stack = {d.start}, [d.start]
+    while stack:
+        for t in d.trans[stack.pop()]:
+            if t not in reach:
+                reach.add(t)
+                stack.append(t)
+    states = sorted(reach)
+    block = {s: int(s in d.accept) for s in states}
+    while True:
+        sig = {s: (block[s],) + tuple(block[t] for t in d.trans[s]) for s in states}
+        ids: dict = {}
+        new = {s: ids.setdefault(sig[s], len(ids)) for s in states}
+        if len(ids) == len(set(block.values())):
+            break
+        block = new
+    # renumber so that the start is 0, in walk order (stable output)
+    order, index = [block[d.start]], {block[d.start]: 0}
+    rep = {}
+    for s in states:
+        rep.setdefault(block[s], s)
+    trans = []
+    for b in order:
+        row = []
+        for t in d.trans[rep[b]]:
+            tb = block[t]
+            if tb not in index:
+                index[tb] = len(order)
+                order.append(tb)
+            row.append(index[tb])
+        trans.append(row)
+    accept = frozenset(index[block[s]] for s in states if s in d.accept)
+    return DFA(d.alphabet, trans, accept, 0)
+
+
+def is_empty(d: DFA) -> bool:
+    return d.start not in d.live()
+
+
+# --- the match encoding -------------------------------------------------------------------------------
+def _encode(tree, cont):
+    """The strings `u` = (what the pattern matches) MARK (the rest of the input) whose pattern
+    match continues with `cont` after `tree`: look-aheads become intersections with what follows
+    them, reading through the marker."""
+    kind = tree[0]
+    if kind == "set":
+        return cat(tree, cont)
+    if kind == "cat":
+        for item in reversed(tree[1]):
+            cont = _encode(item, cont)
+        return cont
+    if kind == "alt":
+        return alt(*(_encode(o, cont) for o in tree[1]))
+    if kind == "rep":
+        if has_lookaround(tree[1]):
+            raise CannotDerive("a look-around inside a repetition")
+        return cat(tree, cont)
+    if kind == "look":
+        # the look-ahead's pattern, then anything: its own look-aheads see to the end of the input
+        seen = ("mark_transparent", _encode(tree[2], star(rset(_ALL))))
+        return ("and", cont, seen if tree[1] else ("not", seen))
+    raise CannotDerive(f"unknown pattern node {kind}")
+
+
+@dataclass
+class Terminal:
+    """The language derived for one terminal: its automaton over text (no MARK, no END)."""
+
+    dfa: DFA
+
+
+def token_language(pattern: str, flags="", follow=None) -> DFA:
+    """The strings the terminal `pattern` takes, as the lexer reads it, when what follows it is one
+    of the strings of `follow` (a pattern tree over text and END; None: anything).
+
+    A pattern with a lazy repetition takes the shortest match, any other a match that ends where
+    the follow lets it. A pattern whose top level is an alternation with a lazy first option
+    (`(?:A+?(?=X)|A+)`) takes the first option's shortest match when it has one, else the later
+    option's: the first decides every follow but the end of the input, the later one the end
+    (where the first finds nothing), and a string belongs only if both agree on it.
+    Raises `CannotDerive` when the follow language does not decide the question.
+    """
+    tree = from_pattern(pattern, flags)
+    follow_tree = follow if follow is not None else star(rset(_ALL))
+    classes: set = set()
+    _ranges_in(tree, classes)
+    _ranges_in(follow_tree, classes)
+    alphabet = Alphabet(classes)
+    mark_then_rest = cat(rset(((MARK, MARK),)), star(rset(_ALL)))
+    f = to_dfa(follow_tree, alphabet)
+    split = _split_first_option(tree)
+    if split is None:
+        q = to_dfa(_encode(tree, mark_then_rest), alphabet)
+        return _token_automaton(q, f, shortest=has_lazy(tree))
+    first, later = split
+    end = to_dfa(rset(((END, END),)), alphabet)
+    not_end = intersect(f, DFA(alphabet, end.trans, frozenset(range(len(end.trans))) - end.accept, end.start))
+    q1 = to_dfa(_encode(first, mark_then_rest), alphabet)
+    result = _token_automaton(q1, not_end, shortest=True) if not is_empty(not_end) else None
+    if not is_empty(intersect(f, end)):
+        q2 = to_dfa(_encode(later, mark_then_rest), alphabet)
+        at_end = intersect(_token_automaton(q1, end, shortest=True, none_anywhere=True),
+                           _token_automaton(q2, end, shortest=False))
+        result = at_end if result is None else intersect(result, at_end)
+    if result is None:
+        raise CannotDerive("an empty follow language")
+    return result
+
+
+def _split_first_option(tree):
+    """(prefix then first option, prefix then the later options) for `prefix (?:A|B)` with A
+    lazy; None for any other shape."""
+    items = tree[1] if tree[0] == "cat" else (tree,)
+    for i, item in enumerate(items):
+        if item[0] == "alt" and has_lazy(item[1][0]):
+            rest = item[1][1:]
+            return (cat(*items[:i], item[1][0], *items[i + 1:]), cat(*items[:i], alt(*rest), *items[i + 1:]))
+    return None
+
+
+def _token_automaton(q: DFA, follow: DFA, *, shortest: bool, none_anywhere: bool = False) -> DFA:
+    """The token automaton of match automaton `q` under `follow`. `none_anywhere`: instead, the
+    strings in which no match ends at all (for any follow)."""
+    a = q.alphabet
+    text = sorted(a.text_atoms())
+    live = q.live()
+    verdicts: dict[int, str] = {}
+
+    def verdict(state: int) -> str:
+        """'all', 'none' or 'some': whether the rest of the input can be every follow, none, some."""
+        if state not in verdicts:
+            if state not in live:
+                verdicts[state] = "none"
+            else:
+                residual = DFA(a, q.trans, q.accept, state)
+                meet = intersect(residual, follow)
+                if is_empty(meet):
+                    verdicts[state] = "none"
+                else:
+                    missing = intersect(follow, DFA(a, q.trans, frozenset(range(len(q.trans))) - q.accept, state))
+                    verdicts[state] = "all" if is_empty(missing) else "some"
+        return verdicts[state]
+
+    def after_mark(state: int) -> int:
+        return q.trans[state][a.mark]
+
+    start = (q.start, frozenset())
+    index = {start: 0}
+    order = [start]
+    trans, accept = [], set()
+    dead_key = (None, frozenset())
+    for main, threads in order:
+        if main is None:  # the sink
+            i = index[dead_key]
+            trans.append([i] * len(a.atoms))
+            continue
+        ending = verdict(after_mark(main))
+        blocked = [verdict(r) for r in threads]
+        if none_anywhere:
+            if ending == "none" and all(v == "none" for v in blocked):
+                accept.add(index[(main, threads)])
+        elif shortest and (ending == "some" or "some" in blocked):
+            raise CannotDerive("the follow language does not decide where the terminal ends")
+        elif shortest and ending == "all" and "all" not in blocked:
+            accept.add(index[(main, threads)])
+        elif not shortest and ending != "none":
+            # a greedy terminal: a match that ends here for some follows. Where a longer match
+            # would take the follow's first characters (`thought` then a newline), the longer
+            # token then a shorter follow spell the same text: the language is the same.
+            accept.add(index[(main, threads)])
+        row = [0] * len(a.atoms)
+        for x in range(len(a.atoms)):
+            if x not in text or main not in live:
+                key = dead_key
+            else:
+                moved = {q.trans[r][x] for r in threads}
+                if shortest or none_anywhere:
+                    moved.add(q.trans[after_mark(main)][x])
+                key = (q.trans[main][x], frozenset(r for r in moved if r in live))
+            if key not in index:
+                index[key] = len(order)
+                order.append(key)
+            row[x] = index[key]
+        trans.append(row)
+    return minimize(DFA(a, trans, frozenset(accept)))
+
+
+# --- automata back to expressions ----------------------------------------------------------------------
+def to_expr(d: DFA) -> Expr:
+    """A regular expression (IR) for the text `d` accepts, by state elimination. Raises
+    `CannotDerive` for the empty language (nothing to write)."""
+    a = d.alphabet
+    text = a.text_atoms()
+    live = d.live()
+    if d.start not in live:
+        raise CannotDerive("the empty language")
+    states = [s for s in range(len(d.trans)) if s in live]
+    START, FINAL = -1, -2
+    edges: dict[tuple[int, int], Expr] = {}
+
+    def add(i, j, e):
+        edges[(i, j)] = choice(edges[(i, j)], e) if (i, j) in edges else e
+
+    edges[(START, d.start)] = Literal("")
+    for s in states:
+        by_target: dict[int, set] = {}
+        for x in text:
+            t = d.trans[s][x]
+            if t in live:
+                by_target.setdefault(t, set()).add(x)
+        for t, atoms in by_target.items():
+            add(s, t, char_class(a.ranges_of(atoms)))
+        if s in d.accept:
+            add(s, FINAL, Literal(""))
+    remaining = list(states)
+    while remaining:
+        # eliminate the state with the fewest paths through it first: smaller expressions
+        def cost(k):
+            ins = sum(1 for (i, j) in edges if j == k and i != k)
+            outs = sum(1 for (i, j) in edges if i == k and j != k)
+            return ins * outs
+        k = min(remaining, key=cost)
+        remaining.remove(k)
+        loop = edges.pop((k, k), None)
+        ins = [(i, e) for (i, j), e in list(edges.items()) if j == k]
+        outs = [(j, e) for (i, j), e in list(edges.items()) if i == k]
+        for i, _ in ins:
+            del edges[(i, k)]
+        for j, _ in outs:
+            del edges[(k, j)]
+        middle = Repeat(loop) if loop is not None else None
+        for i, ein in ins:
+            for j, eout in outs:
+                add(i, j, _seq(ein, middle, eout))
+    return _simplify(edges.get((START, FINAL), Literal("")))
+
+
+def _seq(*parts) -> Expr:
+    items = [_one_char(p) for p in parts if p is not None and p != Literal("")]
+    if not items:
+        return Literal("")
+    out: list[Expr] = []
+    for item in items:
+        if isinstance(item, Literal) and out and isinstance(out[-1], Literal):
+            out[-1] = Literal(out[-1].text + item.text)
+        else:
+            out.append(item)
+    return seq(*out)
+
+
+def _one_char(e: Expr) -> Expr:
+    """A class of one character as that character, so that `thought` reads as a word."""
+    if isinstance(e, CharClass):
+        from .ir import class_ranges
+        ranges = class_ranges(e.chars)
+        if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
+            return Literal(chr(ranges[0][0]))
+    return e
+
+
+def _simplify(e: Expr) -> Expr:
+    """Optional parts as `Repeat(x, 0, 1)` instead of a choice with the empty string."""
+    if isinstance(e, Seq):
+        return _seq(*(_simplify(i) for i in e.items))
+    if isinstance(e, Repeat):
+        return Repeat(_simplify(e.item), e.min, e.max)
+    if isinstance(e, Choice):
+        options = []
+        for o in e.options:
+            o = _simplify(o)
+            if o not in options:
+                options.append(o)
+        empty = Literal("") in options
+        rest = [o for o in options if o != Literal("")]
+        if not rest:
+            return Literal("")
+        # one class for single characters side by side
+        classes = [o for o in rest if isinstance(o, CharClass)]
+        if len(classes) > 1:
+            from .ir import class_ranges
+            merged = char_class([r for c in classes for r in class_ranges(c.chars)])
+            rest = [merged] + [o for o in rest if not isinstance(o, CharClass)]
+        body = choice(*rest)
+        return Repeat(body, 0, 1) if empty else body
+    return e

@@ -1,0 +1,405 @@
+"""The grammar of record (`grammar/gemma4.lark`), translated into the IR.
+
+Nothing here restates the format. The rules come from the loaded grammar's own definitions (Lark's
+EBNF trees), the terminals from their patterns, and each terminal's language from
+`regular.token_language`, which reads the pattern the way Lark's lexer runs it (look-arounds,
+lazy repetitions) in the context the parser's tables give it (what can follow it). What an engine
+needs on top is done once, here:
+
+- Markers are special tokens: a terminal whose text is one of Gemma's markers
+  (`tokens.CONTROL_TOKENS`) becomes a `Special`, and a terminal whose every string starts or ends
+  with a marker (a string's `<|"|>`, the thought's `<|channel>`) is split into the marker and the
+  text beside it.
+- Ignored whitespace (`%ignore WS`) is written out: optional whitespace after each terminal, inside
+  the same lexeme when the terminal is text (so a greedy lexer, llguidance's, never has to decide
+  whether `a b ` ends a bare word or starts whitespace), and before the first terminal of a block.
+  A terminal that outranks the ignored one (free text) takes that whitespace itself.
+- Free text is never followed directly by free text: Lark's lexer would read both as one token, and
+  two texts side by side could spell a control token between them.
+
+`call_grammar()` is the language of `parse_call`; `output_grammar()` a whole model turn.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import lark
+from lark.load_grammar import GrammarBuilder
+
+from .. import grammar as source
+from .. import tokens
+from . import regular
+from .ir import CharClass, Choice, Expr, Grammar, Literal, Ref, Repeat, Seq, Special, char_class, choice, seq
+from .regular import CannotDerive
+
+WS_RULE = "ws"
+
+
+@functools.lru_cache(maxsize=1)
+def definitions() -> dict:
+    """The grammar's rules and terminals as Lark reads them, before it expands EBNF into BNF."""
+    builder = GrammarBuilder()
+    builder.load_grammar(source.grammar_text(), "gemma4")
+    return builder._definitions  # Lark's own reading of the file; its public API offers BNF only
+
+
+@functools.lru_cache(maxsize=1)
+def _ignored() -> tuple[str, ...]:
+    builder = GrammarBuilder()
+    builder.load_grammar(source.grammar_text(), "gemma4")
+    return tuple(builder._ignore_names)
+
+
+def _terminal_defs() -> dict:
+    return {t.name: t for t in source.terminals()}
+
+
+def rule_name(name: str) -> str:
+    """A grammar rule's name in the IR: lowercase, without Lark's leading underscores."""
+    return name.lstrip("_")
+
+
+def terminal_rule_name(name: str) -> str:
+    """A terminal's rule in the IR: its name in lowercase, marked when a rule has that name."""
+    lower = name.lower()
+    return lower + "_t" if lower in {rule_name(n) for n in definitions() if n[0].islower() or n[0] == "_"} else lower
+
+
+# --- follow languages ---------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def _follows(starts: tuple[str, ...]) -> dict[str, frozenset[str]]:
+    """For each terminal, the terminals the parser for `starts` accepts right after it ($END for
+    the end of the input): read from its LALR tables."""
+    parser = lark.Lark(source.grammar_text(), start=list(starts), parser="lalr", lexer="contextual")
+    table = parser.parser.parser.parser.parse_table
+    after: dict[str, set] = {}
+    for row in table.states.values():
+        for symbol, (action, target) in row.items():
+            if action.name == "Shift" and symbol.isupper():
+                after.setdefault(symbol, set()).update(s for s in table.states[target] if s.isupper() or s == "$END")
+    return {k: frozenset(v) for k, v in after.items()}
+
+
+def _follow_tree(name: str, starts: tuple[str, ...]):
+    """What can follow terminal `name`: optional ignored whitespace (unless the terminal outranks
+    it and so would have taken it), then the start of a following terminal, then anything; or
+    the end of the input. Look-arounds of the following terminals are left out: a larger follow
+    language only makes the derivation stricter."""
+    defs = _terminal_defs()
+    nexts = _follows(starts).get(name, frozenset())
+    ignored = [defs[i] for i in _ignored()]
+    if all(defs[name].priority > i.priority for i in ignored):
+        # free text: the rules never put two side by side (`no_text_after_text`), as the lexer
+        # never reads two
+        nexts = nexts - {name}
+    options = []
+    for other in sorted(nexts):
+        if other == "$END":
+            continue
+        options.append(_strip_lookarounds(regular.from_pattern(defs[other].pattern.value, defs[other].pattern.flags)
+                                          if defs[other].pattern.type == "re" else regular.literal(defs[other].pattern.value)))
+    anything = regular.star(regular.rset(regular._ALL))
+    skip = [i for i in ignored if defs[name].priority <= i.priority]
+    follow = regular.cat(regular.alt(*options), anything) if options else None
+    if follow is not None and skip:
+        follow = regular.cat(*(regular.star(regular.from_pattern(i.pattern.value)) for i in skip), follow)
+    end = regular.rset(((regular.END, regular.END),))
+    if "$END" in nexts:
+        tail = regular.cat(*(regular.star(regular.from_pattern(i.pattern.value)) for i in skip), end) if skip else end
+        follow = regular.alt(follow, tail) if follow is not None else tail
+    if follow is None:
+        raise CannotDerive(f"nothing can follow {name}")
+    return follow
+
+
+def _strip_lookarounds(tree):
+    kind = tree[0]
+    if kind == "look":
+        return regular.EPS
+    if kind in ("cat", "alt"):
+        items = tuple(_strip_lookarounds(t) for t in tree[1])
+        return regular.cat(*items) if kind == "cat" else regular.alt(*items)
+    if kind == "rep":
+        return ("rep", _strip_lookarounds(tree[1]),) + tree[2:]
+    return tree
+
+
+# --- terminals ------------------------------------------------------------------------------------------
+def _marker_of(text: str) -> bool:
+    return text in tokens.CONTROL_TOKENS
+
+
+@functools.lru_cache(maxsize=None)
+def terminal_expr(name: str, starts: tuple[str, ...]) -> Expr:
+    """Terminal `name` as an expression: markers as `Special`, the rest as a regular expression
+    of exactly the strings the lexer takes for it where the parser for `starts` expects it."""
+    term = _terminal_defs()[name]
+    if term.pattern.type == "str":
+        text = term.pattern.value
+        return Special(text) if _marker_of(text) else Literal(text)
+    dfa = regular.token_language(term.pattern.value, term.pattern.flags, _follow_tree(name, starts))
+    head, dfa, tail = _split_markers(dfa)
+    parts: list[Expr] = []
+    if head:
+        parts.append(Special(head))
+    if _accepts_only_empty(dfa):
+        pass
+    elif dfa.start in dfa.accept:  # the text between may be empty: write it optional, non-empty
+        parts.append(Repeat(regular.to_expr(_non_empty(dfa)), 0, 1))
+    else:
+        parts.append(regular.to_expr(dfa))
+    if tail:
+        parts.append(Special(tail))
+    return seq(*parts)
+
+
+def _split_markers(dfa):
+    """(marker every string starts with or "", the automaton of what is between, marker every
+    string ends with or "")."""
+    head = tail = ""
+    for marker in sorted(tokens.CONTROL_TOKENS, key=len, reverse=True):
+        if not head and _all_start_with(dfa, marker):
+            head = marker
+            dfa = regular.DFA(dfa.alphabet, dfa.trans, dfa.accept, dfa.run(dfa.start, map(ord, marker)))
+    for marker in sorted(tokens.CONTROL_TOKENS, key=len, reverse=True):
+        ends = frozenset(s for s in range(len(dfa.trans)) if dfa.run(s, map(ord, marker)) in dfa.accept)
+        quotient = regular.DFA(dfa.alphabet, dfa.trans, ends, dfa.start)
+        if _all_end_with(dfa, marker) and not regular.is_empty(quotient):
+            tail = marker
+            dfa = quotient
+            break
+    return head, regular.minimize(dfa), tail
+
+
+def _all_start_with(dfa, marker: str) -> bool:
+    """Every string of `dfa` starts with `marker` (and it has some)."""
+    state = dfa.start
+    live = dfa.live()
+    for ch in marker:
+        a = dfa.alphabet.atom_of(ord(ch))
+        if state in dfa.accept:
+            return False
+        if any(dfa.trans[state][x] in live for x in range(len(dfa.alphabet.atoms)) if x != a):
+            return False
+        state = dfa.trans[state][a]
+    return state in live
+
+
+def _all_end_with(dfa, marker: str) -> bool:
+    """Every string of `dfa` ends with `marker`: the strings that do not are none."""
+    alphabet = dfa.alphabet
+    not_ending = regular.to_dfa(regular.cat(regular.star(regular.rset(regular._TEXT)), regular.literal(marker)), alphabet)
+    others = regular.DFA(alphabet, not_ending.trans, frozenset(range(len(not_ending.trans))) - not_ending.accept)
+    return regular.is_empty(regular.intersect(dfa, others)) and not regular.is_empty(dfa)
+
+
+def _accepts_only_empty(dfa) -> bool:
+    live = dfa.live()
+    return dfa.start in dfa.accept and all(t not in live for t in dfa.trans[dfa.start])
+
+
+def _non_empty(dfa):
+    """The same automaton without the empty string: a fresh start state with the start's moves."""
+    trans = [list(row) for row in dfa.trans] + [list(dfa.trans[dfa.start])]
+    return regular.DFA(dfa.alphabet, trans, dfa.accept, len(trans) - 1)
+
+
+# --- rules ----------------------------------------------------------------------------------------------
+class _Builder:
+    def __init__(self, starts: tuple[str, ...], exclude: frozenset[str] = frozenset()):
+        self.starts = starts
+        self.exclude = exclude  # grammar rules left out of every alternation that offers them
+        self.defs = definitions()
+        self.rules: dict[str, Expr] = {}
+        self.priority = {t.name: t.priority for t in source.terminals()}
+        self.ws_priority = max(_terminal_defs()[i].priority for i in _ignored())
+
+    def rule(self, name: str) -> str:
+        """Translate grammar rule `name` (and what it reaches); its IR name."""
+        ir_name = rule_name(name)
+        if ir_name not in self.rules:
+            self.rules[ir_name] = Literal("")  # placeholder while translating (recursion)
+            self.rules[ir_name] = self.expr(self.defs[name].tree)
+        return ir_name
+
+    def terminal(self, name: str) -> Expr:
+        """A reference to terminal `name`'s rule, with the ignored whitespace after it."""
+        ir_name = terminal_rule_name(name)
+        if ir_name not in self.rules:
+            body = terminal_expr(name, self.starts)
+            if self.priority[name] > self.ws_priority:
+                pass  # it takes the whitespace itself (free text)
+            elif isinstance(body, Special) or (isinstance(body, Seq) and isinstance(body.items[-1], Special)):
+                body = seq(body, Repeat(self.ws(), 0, 1))
+            else:
+                body = seq(body, Repeat(self.ws(), 0, 1))
+            self.rules[ir_name] = body
+        return Ref(ir_name)
+
+    def ws(self) -> Expr:
+        if WS_RULE not in self.rules:
+            (name,) = _ignored()
+            term = _terminal_defs()[name]
+            self.rules[WS_RULE] = regular.to_expr(regular.to_dfa(
+                regular.from_pattern(term.pattern.value, term.pattern.flags),
+                regular.Alphabet({r[1] for r in _sets(regular.from_pattern(term.pattern.value))})))
+        return Ref(WS_RULE)
+
+    def expr(self, tree) -> Expr:
+        data = tree.data
+        if data == "expansions":
+            kept = [c for c in tree.children if not self._excluded(c)]
+            if not kept:
+                raise CannotDerive("every alternative of a rule was left out")
+            return choice(*(self.expr(c) for c in kept))
+        if data == "alias":
+            return self.expr(tree.children[0])
+        if data == "expansion":
+            return seq(*(self.expr(c) for c in tree.children)) if tree.children else Literal("")
+        if data == "expr":
+            item, op = tree.children[0], tree.children[1]
+            inner = self.expr(item)
+            if op == "*":
+                return self.no_text_after_text(Repeat(inner, 0, None))
+            if op == "+":
+                return self.no_text_after_text(Repeat(inner, 1, None))
+            if op == "?":
+                return Repeat(inner, 0, 1)
+            if op == "~":
+                lo = int(tree.children[2])
+                hi = int(tree.children[3]) if len(tree.children) > 3 else lo
+                return Repeat(inner, lo, hi)
+            raise CannotDerive(f"operator {op!r} is not supported")
+        if data == "value":
+            (symbol,) = tree.children
+            if isinstance(symbol, lark.grammar.Terminal):
+                return self.terminal(symbol.name)
+            return Ref(self.rule(symbol.name))
+        raise CannotDerive(f"grammar construct {data!r} is not supported")
+
+    def _excluded(self, tree) -> bool:
+        """An alternative that is one reference to an excluded rule."""
+        while tree.data in ("alias", "expansion", "value") and len(tree.children) >= 1:
+            if tree.data == "expansion" and len(tree.children) != 1:
+                return False
+            child = tree.children[0]
+            if not isinstance(child, lark.Tree):
+                return isinstance(child, lark.grammar.NonTerminal) and child.name in self.exclude
+            tree = child
+        return False
+
+    def is_text(self, e: Expr) -> bool:
+        """A reference to a rule that is one terminal outranking the ignored whitespace: free
+        text, which the lexer never splits in two."""
+        while isinstance(e, Ref):
+            body = self.rules.get(e.name)
+            if isinstance(body, Ref):
+                e = body
+                continue
+            name = e.name
+            return any(terminal_rule_name(t) == name and p > self.ws_priority for t, p in self.priority.items())
+        return False
+
+    def no_text_after_text(self, rep: Repeat) -> Expr:
+        """`(text | x | y)*` as `(text? (x | y))* text?`: two texts side by side are one token."""
+        item = rep.item
+        while isinstance(item, Ref) and isinstance(self.rules.get(item.name), (Ref, Choice)):
+            item = self.rules[item.name]
+        if not isinstance(item, Choice) or rep.max is not None:
+            return rep
+        rep = Repeat(item, rep.min, rep.max)
+        texts = [o for o in rep.item.options if self.is_text(o)]
+        if not texts:
+            return rep
+        others = [o for o in rep.item.options if not self.is_text(o)]
+        text = choice(*texts)
+        if not others:
+            return Repeat(text, rep.min and 1, 1)
+        body = Repeat(seq(Repeat(text, 0, 1), choice(*others)), rep.min, None)
+        return seq(body, Repeat(text, 0, 1)) if rep.min == 0 else seq(body, Repeat(text, 0, 1))
+
+
+def _sets(tree):
+    if tree[0] == "set":
+        yield tree
+    elif tree[0] in ("cat", "alt"):
+        for t in tree[1]:
+            yield from _sets(t)
+    elif tree[0] == "rep":
+        yield from _sets(tree[1])
+
+
+def call_grammar() -> Grammar:
+    """One call block: exactly the language of `parse_call` (whitespace before it included, as
+    the parser ignores it)."""
+    b = _Builder(source.BLOCK_STARTS)
+    block = b.rule("call_block")
+    b.rules["start"] = seq(Repeat(b.ws(), 0, 1), Ref(block))
+    return Grammar("start", dict(b.rules))
+
+
+# How much text may come before the call a turn must make (`tool_choice` "required" or a named
+# function). Unbounded, a model that keeps writing prose never reaches the call the grammar
+# insists on (llama.cpp's lazy grammars looped this way); bounded, the call comes within this
+# many characters. The prefix also holds no `<`, the first character of every marker, so it can
+# neither spell a marker nor leave one half-written: a preamble such as "Let me check that." fits.
+MAX_PREFIX_CHARS = 512
+
+CALL_RULE = "call_block"
+THOUGHT_RULE = "thought"
+OUTPUT_RULE = "model_output"
+MODES = ("none", "auto", "required", "function")
+
+
+def output_grammar(*, mode: str = "auto", thinking: bool = True, call_block: Grammar | None = None) -> Grammar:
+    """A whole model turn, as the grammar's `model_output` rule has it: text, thoughts and call
+    blocks in any order, then an optional stop marker. `thinking=False` leaves thoughts out;
+    `mode` "none" leaves calls out, "required" and "function" ask for at least one call with at
+    most `MAX_PREFIX_CHARS` of text (and a thought, when thinking) before the first.
+    `call_block`, when given, stands for every call block (the declared tools')."""
+    if mode not in MODES:
+        raise ValueError(f"unknown tool choice mode {mode!r}")
+    exclude = set()
+    if not thinking:
+        exclude.add(THOUGHT_RULE)
+    if mode == "none":
+        exclude.add(CALL_RULE)
+    b = _Builder(source.DOCUMENT_STARTS, frozenset(exclude))
+    output = b.rule(OUTPUT_RULE)
+    rules = dict(b.rules)
+    if mode in ("required", "function"):
+        if call_block is None and mode == "function":
+            raise ValueError("a named tool_choice needs the declared tools")
+        first = [Ref(b.rule(THOUGHT_RULE))] if thinking else []
+        prefix = Repeat(char_class(_prefix_ranges()), 0, MAX_PREFIX_CHARS)
+        rules["start"] = seq(*(Repeat(f, 0, 1) for f in first), Repeat(Ref("call_prefix"), 0, 1),
+                             Ref(rule_name(CALL_RULE)), Ref(output))
+        rules["call_prefix"] = prefix
+        # every piece the turn may hold after its first call is what `auto` allows
+    else:
+        rules["start"] = Ref(output)
+    g = Grammar("start", rules)
+    return with_call_block(g, call_block) if call_block is not None else g
+
+
+def _prefix_ranges():
+    """Every character but the first characters of the markers."""
+    from .ir import complement_ranges, merge_ranges
+    return complement_ranges(merge_ranges((ord(m[0]), ord(m[0])) for m in tokens.CONTROL_TOKENS))
+
+
+def with_call_block(g: Grammar, call_block: Grammar) -> Grammar:
+    """`g` with its call block rule standing for `call_block`'s start rule (the declared tools'
+    call blocks), their rules beside its own."""
+    clash = sorted(set(call_block.rules) & set(g.rules))
+    if clash:
+        raise ValueError(f"rule names used twice: {', '.join(clash)}")
+    name = rule_name(CALL_RULE)
+    if name not in g.rules:
+        raise ValueError("the grammar has no call block to replace")
+    rules = dict(g.rules)
+    rules[name] = Ref(call_block.start)
+    rules.update(call_block.rules)
+    return Grammar(g.start, rules)
