@@ -2,20 +2,18 @@
 
 The vocabulary has one token per byte and one special token per Gemma marker (as the real
 tokenizer has them: `<|tool_call>`, `<|"|>`, ... are single tokens, never spelled in bytes).
-`to_lark` is a small printer of the IR in llguidance's Lark dialect, kept here until the export
-printers are merged; it prints every rule as a rule (no terminals), so each byte is one lexeme
-and llguidance's greedy lexer never has to choose between overlapping lexemes.
+`to_lark` prints the IR with the export's llguidance printer (`constrain.dialects`).
 """
 
 from __future__ import annotations
 
-import json
 import random
 
 import llguidance as llg
 
 from gemma4_lark import tokens
 from gemma4_lark.constrain import ir
+from gemma4_lark.constrain.dialects import to_llguidance
 
 SPECIALS = tuple(tokens.CONTROL_TOKENS)
 SPECIAL_ID = {token: 256 + i for i, token in enumerate(SPECIALS)}
@@ -62,35 +60,9 @@ def decode(ids: list[int]) -> str:
 
 # --- printer --------------------------------------------------------------------------------
 
-def _expr(e: ir.Expr) -> str:
-    if isinstance(e, ir.Literal):
-        return json.dumps(e.text)
-    if isinstance(e, ir.Special):
-        return e.token
-    if isinstance(e, ir.CharClass):
-        return "/[" + e.chars.replace("/", "\\/") + "]/"
-    if isinstance(e, ir.Ref):
-        return e.name
-    if isinstance(e, ir.Seq):
-        return "(" + " ".join(map(_expr, e.items)) + ")" if e.items else '""'
-    if isinstance(e, ir.Choice):
-        return "(" + " | ".join(map(_expr, e.options)) + ")"
-    if isinstance(e, ir.Repeat):
-        inner = _expr(e.item)
-        if (e.min, e.max) == (0, 1):
-            return f"({inner})?"
-        if (e.min, e.max) == (0, None):
-            return f"({inner})*"
-        if (e.min, e.max) == (1, None):
-            return f"({inner})+"
-        return f"({inner}){{{e.min},{'' if e.max is None else e.max}}}"
-    raise TypeError(e)
-
-
 def to_lark(grammar: ir.Grammar) -> str:
-    lines = [f"start: {grammar.start}"]
-    lines += [f"{name}: {_expr(expr)}" for name, expr in grammar.rules.items()]
-    return "\n".join(lines) + "\n"
+    """The IR in llguidance's Lark dialect, by the export's own printer."""
+    return to_llguidance(grammar)
 
 
 # --- matching -------------------------------------------------------------------------------

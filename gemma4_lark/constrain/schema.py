@@ -72,6 +72,11 @@ class SchemaError(ValueError):
     `$ref`, a name the format cannot write); the message names the tool and the place."""
 
 
+class _NoValue(SchemaError):
+    """A schema none of whose values the format can write (an enum of strings holding control
+    tokens): an optional property or an anyOf option with it is left out."""
+
+
 # ------------------------------------------------------------------------ lexical pieces ----
 # Translated from the grammar's terminals. The few regex features the terminals use that a
 # grammar engine lacks are rewritten by rules that hold for every pattern of that shape:
@@ -281,8 +286,15 @@ def _pieces() -> _Pieces:
     punctuation = {n: ir.Literal(_literal(n)) for n in ("LBRACE", "RBRACE", "LBRACKET", "RBRACKET", "COMMA", "COLON")}
     # what the rules put after a value: a comma, or the end of its object or array
     after_value = _literal("COMMA") + _literal("RBRACE") + _literal("RBRACKET")
+    string = _specials(lex.terminal("STRING", after_value + _literal("COLON")))
+    if not (isinstance(string, ir.Seq) and len(string.items) > 2
+            and isinstance(string.items[0], ir.Special) and isinstance(string.items[-1], ir.Special)):
+        raise NotImplementedError("STRING is no longer a delimiter, content and a delimiter")
+    opener, content, closer = string.items[0], ir.Seq(string.items[1:-1]), string.items[-1]
     rules: dict[str, ir.Expr] = {
-        "tool_string": _specials(lex.terminal("STRING", after_value + _literal("COLON"))),
+        # the content as a rule of its own: a regular one, which a printer may make one lexeme
+        "tool_string": ir.seq(opener, ir.Ref("tool_string_content"), closer),
+        "tool_string_content": content,
         "tool_integer": lex.terminal("INTEGER", after_value),
         "tool_float": lex.terminal("FLOAT", after_value),
         "tool_key": lex.terminal("KEY", _literal("COLON")),
@@ -386,7 +398,13 @@ class _ToolCompiler:
                 rest = {k: v for k, v in schema.items() if k != keyword}
                 # sibling keywords apply to every option: merged in (a shallow merge, which is
                 # what tool schemas mean by `{"description": ..., "anyOf": [...]}`)
-                exprs = [self.value(self.merge(rest, o), f"{where}.{keyword}[{i}]") for i, o in enumerate(options)]
+                exprs = []
+                for i, option in enumerate(options):
+                    try:
+                        exprs.append(self.value(self.merge(rest, option), f"{where}.{keyword}[{i}]"))
+                    except _NoValue:
+                        if i == len(options) - 1 and not exprs:
+                            raise
                 return self.nullable(schema, ir.choice(*exprs))
         if "allOf" in schema:
             parts = schema["allOf"]
@@ -443,12 +461,18 @@ class _ToolCompiler:
         return self.object(schema, where)
 
     def literal_values(self, values: Sequence, where: str) -> ir.Expr:
+        """The values' canonical texts. A value the renderers refuse to write (a string holding a
+        control token, NaN) can never appear in a call they write: it is left out, and only a
+        list of nothing else is an error."""
         options = []
+        problem = None
         for i, value in enumerate(values):
             try:
                 options.append(_text(_WRITER.write(value, f"{where}[{i}]")))
             except (TypeError, ValueError) as error:
-                raise self.error(f"{where}[{i}]", f"has no text in the format ({error})") from None
+                problem = problem or f"{where}[{i}]: has no text in the format ({error})"
+        if not options:
+            raise _NoValue(f"tool {self.tool.name!r}: {where}: no value can be written; {problem}")
         return ir.choice(*dict.fromkeys(options))  # one option per distinct text
 
     def ref(self, target: Any, where: str) -> ir.Expr:
@@ -534,7 +558,13 @@ class _ToolCompiler:
                 key_text = _WRITER.key(key)
             except ValueError as error:
                 raise self.error(f"{where}.properties", f"key {key!r} has no text in the format ({error})") from None
-            member = ir.seq(_text(key_text), p.colon, self.value(sub, f"{where}.properties.{key}"))
+            try:
+                value = self.value(sub, f"{where}.properties.{key}")
+            except _NoValue:
+                if key in required:
+                    raise
+                continue  # it can never be written: as if its schema were `false`
+            member = ir.seq(_text(key_text), p.colon, value)
             members.append((key, key in required, member))
         if self.order == "sorted":
             members.sort(key=lambda m: m[0].lower())  # dictsort, as the official template writes
@@ -555,38 +585,30 @@ class _ToolCompiler:
 
     def members(self, name: str, members: list, extra: ir.Expr | None) -> ir.Expr:
         """An object's members in their fixed order, each optional one present or skipped.
-        `first_j`: the members from j on when none is written yet; `rest_j`: when one is (so a
-        comma comes first). Each derives only non-empty text; `nullable[j]`: all from j on are
-        optional. Extra members may follow any member, or come first."""
+        Once a member is written, the rest is a plain sequence, each member after a comma
+        (`rest_j`: the members from j on). Before that, `first_j` is the first member written
+        (j, or a later one when j is optional) and then `rest_{j+1}`. Each rule refers to the
+        next ones once, so the rules (and any inlining of them) stay linear, or quadratic at
+        worst, in the number of members. Extra members may follow any member, or come first."""
         p = self.pieces
         n = len(members)
-        nullable = [True] * (n + 1)
-        for j in range(n - 1, -1, -1):
-            nullable[j] = nullable[j + 1] and not members[j][1]
-        extras = ir.Repeat(ir.seq(p.comma, extra)) if extra is not None else None
+        extras = [ir.Repeat(ir.seq(p.comma, extra))] if extra is not None else []
         first = [f"{name}_first{j}" for j in range(n)]
         rest = [f"{name}_rest{j}" for j in range(n)]
-
-        def then(j: int) -> list[ir.Expr]:  # what may follow member j-1
-            out: list[ir.Expr] = [extras] if extras is not None else []
-            if j < n:
-                out.append(ir.Repeat(ir.Ref(rest[j]), 0, 1) if nullable[j] else ir.Ref(rest[j]))
-            return out
-
+        then = [[ir.Ref(rest[j])] for j in range(n)] + [[]]  # what follows member j-1 once written
         for j in range(n - 1, -1, -1):
-            key, is_required, member = members[j]
-            skip = not is_required and j + 1 < n
-            self.rules[rest[j]] = ir.choice(ir.seq(p.comma, member, *then(j + 1)), *([ir.Ref(rest[j + 1])] if skip else []))
-            self.rules[first[j]] = ir.choice(ir.seq(member, *then(j + 1)), *([ir.Ref(first[j + 1])] if skip else []))
-        options: list[ir.Expr] = []
-        if n:
-            options.append(ir.Ref(first[0]))
+            _, is_required, member = members[j]
+            piece = ir.seq(p.comma, member, *extras)
+            self.rules[rest[j]] = ir.seq(piece if is_required else ir.Repeat(piece, 0, 1), *then[j + 1])
+            skip = [ir.Ref(first[j + 1])] if not is_required and j + 1 < n else []
+            self.rules[first[j]] = ir.choice(ir.seq(member, *extras, *then[j + 1]), *skip)
+        options: list[ir.Expr] = [ir.Ref(first[0])] if n else []
         if extra is not None:
-            options.append(ir.seq(extra, *then(0)))
+            options.append(ir.seq(extra, *extras, *then[0]))
         if not options:
             return ir.Seq(())
         body = ir.choice(*options)
-        return ir.Repeat(body, 0, 1) if nullable[0] else body
+        return ir.Repeat(body, 0, 1) if all(not required for _, required, _ in members) else body
 
     def bare_key_except(self, declared: Sequence[str]) -> str:
         """A rule for a bare key (KEY) that is none of `declared`: a trie of the declared keys,
