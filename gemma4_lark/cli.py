@@ -478,6 +478,33 @@ def _version() -> str:
     except metadata.PackageNotFoundError:
         return "(not installed)"
 
+def cmd_grammar(args) -> int:
+    from . import constrain
+
+    tools = None
+    if args.tools is not None:
+        try:
+            tools = json.loads(read_text(args.tools))
+        except json.JSONDecodeError as err:
+            raise CommandError(f"{display_name(args.tools)}: not JSON: {err}", code=1) from None
+    tool_choice = args.tool_choice
+    if tool_choice.startswith("{"):
+        try:
+            tool_choice = json.loads(tool_choice)
+        except json.JSONDecodeError as err:
+            raise CommandError(f"--tool-choice: not JSON: {err}") from None
+    elif tool_choice not in ("auto", "none", "required"):
+        tool_choice = {"type": "function", "function": {"name": tool_choice}}
+    try:
+        text = constrain.grammar(args.format, scope=args.scope, tools=tools, tool_choice=tool_choice,
+                                 thinking=args.thinking)
+    except ImportError as err:
+        raise CommandError(f"tools need the schema translation, which is missing: {err}") from None
+    except (ValueError, TypeError) as err:
+        raise CommandError(str(err), code=1) from None
+    sys.stdout.write(text)
+    return 0
+
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="gemma4-lark", description=__doc__.splitlines()[0],
@@ -529,6 +556,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--unsafe", choices=["error", "strip", "allow"], default="error",
                    help="what to do with control tokens inside content: refuse (default), remove, or keep")
     p.set_defaults(run=cmd_render)
+
+    p = sub.add_parser("grammar", help="a grammar for constrained decoding (llguidance, GBNF, xgrammar, Lark)",
+                       description="Print the format's grammar for a decoding engine; see docs/constrained-decoding.md.")
+    p.add_argument("--format", required=True, choices=["llguidance", "gbnf", "xgrammar", "lark"],
+                   help="the engine's dialect")
+    p.add_argument("--scope", choices=["call", "output"], default="call",
+                   help="call: one call block (default); output: a whole model turn")
+    p.add_argument("--tools", metavar="tools.json", help="a JSON array of tool declarations: calls follow them")
+    p.add_argument("--tool-choice", default="auto", metavar="CHOICE",
+                   help="auto (default), none, required, a tool's name, or OpenAI's JSON object")
+    p.add_argument("--thinking", action=argparse.BooleanOptionalAction, default=True,
+                   help="whether a turn may hold thoughts (default: yes)")
+    p.set_defaults(run=cmd_grammar)
 
     # Commands of packages built on this one (the streaming layer's `parse` and `demo`) are
     # registered as entry points, so this package never imports them by name.

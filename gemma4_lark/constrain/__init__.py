@@ -45,6 +45,8 @@ def ir_grammar(*, scope: str = "call", tools: Any = None, tool_choice: Any = "au
         raise TypeError("thinking must be True or False")
     declared = read_tools(tools) if tools is not None else ()
     choice = read_tool_choice(tool_choice, declared)
+    if choice.mode == "function" and tools is None:
+        raise ValueError(f"tool_choice names {choice.name!r}, but no tools are declared")
     call_block = None
     if tools is not None and choice.mode != "none":
         from .schema import tool_call_rules  # the declared tools' call blocks

@@ -239,8 +239,13 @@ def to_lark(grammar: Grammar) -> str:
 
 
 # --- the BNF family (gbnf, xgrammar) -----------------------------------------------------------------
+# Words xgrammar's EBNF reads as values, not rule names (its lexer makes booleans of them).
+_BNF_RESERVED = {"true", "false"}
+
+
 def _bnf_name(name: str) -> str:
-    return name.replace("_", "-")
+    name = name.replace("_", "-")
+    return name + "-rule" if name in _BNF_RESERVED else name
 
 
 def _bnf_char(c: int) -> str:

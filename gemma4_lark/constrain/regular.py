@@ -465,13 +465,6 @@ def _encode(tree, cont):
     raise CannotDerive(f"unknown pattern node {kind}")
 
 
-@dataclass
-class Terminal:
-    """The language derived for one terminal: its automaton over text (no MARK, no END)."""
-
-    dfa: DFA
-
-
 def token_language(pattern: str, flags="", follow=None) -> DFA:
     """The strings the terminal `pattern` takes, as the lexer reads it, when what follows it is one
     of the strings of `follow` (a pattern tree over text and END; None: anything).

@@ -9,7 +9,8 @@ needs on top is done once, here:
 - Markers are special tokens: a terminal whose text is one of Gemma's markers
   (`tokens.CONTROL_TOKENS`) becomes a `Special`, and a terminal whose every string starts or ends
   with a marker (a string's `<|"|>`, the thought's `<|channel>`) is split into the marker and the
-  text beside it.
+  text beside it. A marker a terminal may hold inside (a string holding `<turn|>`) may also come
+  as its token: the text around it becomes pieces, one lexeme each (`terminal_rules`).
 - Ignored whitespace (`%ignore WS`) is written out: optional whitespace after each terminal, inside
   the same lexeme when the terminal is text (so a greedy lexer, llguidance's, never has to decide
   whether `a b ` ends a bare word or starts whitespace), and before the first terminal of a block.
@@ -23,7 +24,7 @@ needs on top is done once, here:
 from __future__ import annotations
 
 import functools
-import re
+from types import MappingProxyType
 
 import lark
 from lark.load_grammar import GrammarBuilder
@@ -31,25 +32,26 @@ from lark.load_grammar import GrammarBuilder
 from .. import grammar as source
 from .. import tokens
 from . import regular
-from .ir import CharClass, Choice, Expr, Grammar, Literal, Ref, Repeat, Seq, Special, char_class, choice, seq
+from .ir import Choice, Expr, Grammar, Literal, Ref, Repeat, Special, char_class, choice, seq
 from .regular import CannotDerive
 
 WS_RULE = "ws"
 
 
 @functools.lru_cache(maxsize=1)
+def _builder() -> GrammarBuilder:
+    builder = GrammarBuilder()
+    builder.load_grammar(source.grammar_text(), "gemma4")
+    return builder
+
+
 def definitions() -> dict:
     """The grammar's rules and terminals as Lark reads them, before it expands EBNF into BNF."""
-    builder = GrammarBuilder()
-    builder.load_grammar(source.grammar_text(), "gemma4")
-    return builder._definitions  # Lark's own reading of the file; its public API offers BNF only
+    return _builder()._definitions  # Lark's own reading of the file; its public API offers BNF only
 
 
-@functools.lru_cache(maxsize=1)
 def _ignored() -> tuple[str, ...]:
-    builder = GrammarBuilder()
-    builder.load_grammar(source.grammar_text(), "gemma4")
-    return tuple(builder._ignore_names)
+    return tuple(_builder()._ignore_names)
 
 
 def _terminal_defs() -> dict:
@@ -72,8 +74,7 @@ def terminal_rule_name(name: str) -> str:
 def _follows(starts: tuple[str, ...]) -> dict[str, frozenset[str]]:
     """For each terminal, the terminals the parser for `starts` accepts right after it ($END for
     the end of the input): read from its LALR tables."""
-    parser = lark.Lark(source.grammar_text(), start=list(starts), parser="lalr", lexer="contextual")
-    table = parser.parser.parser.parser.parse_table
+    table = source.build(starts).parser.parser.parser.parse_table  # the tables the parser runs
     after: dict[str, set] = {}
     for row in table.states.values():
         for symbol, (action, target) in row.items():
@@ -132,27 +133,116 @@ def _marker_of(text: str) -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def terminal_expr(name: str, starts: tuple[str, ...]) -> Expr:
-    """Terminal `name` as an expression: markers as `Special`, the rest as a regular expression
-    of exactly the strings the lexer takes for it where the parser for `starts` expects it."""
+def terminal_language(name: str, starts: tuple[str, ...]):
+    """The automaton of the strings the lexer takes for terminal `name` where the parser for
+    `starts` expects it."""
+    term = _terminal_defs()[name]
+    return regular.token_language(term.pattern.value, term.pattern.flags, _follow_tree(name, starts))
+
+
+@functools.lru_cache(maxsize=None)
+def terminal_rules(name: str, starts: tuple[str, ...], base: str, trailing: Expr | None) -> dict[str, Expr]:
+    """The rules of terminal `name`: `base`, and the pieces it refers to.
+
+    A marker at either end of every string (a string's `<|"|>`) is the special token. A marker
+    the terminal may hold inside (a string may hold `<turn|>`, free text `<|"|>`) may come as the
+    special token too, as a tokenizer writes it: then the text around it is split into pieces,
+    each a lexeme, following the terminal's automaton through the marker. `trailing` (the ignored
+    whitespace) goes inside the last piece's lexeme."""
     term = _terminal_defs()[name]
     if term.pattern.type == "str":
         text = term.pattern.value
-        return Special(text) if _marker_of(text) else Literal(text)
-    dfa = regular.token_language(term.pattern.value, term.pattern.flags, _follow_tree(name, starts))
-    head, dfa, tail = _split_markers(dfa)
-    parts: list[Expr] = []
-    if head:
-        parts.append(Special(head))
-    if _accepts_only_empty(dfa):
-        pass
-    elif dfa.start in dfa.accept:  # the text between may be empty: write it optional, non-empty
-        parts.append(Repeat(regular.to_expr(_non_empty(dfa)), 0, 1))
-    else:
-        parts.append(regular.to_expr(dfa))
+        return {base: seq(Special(text) if _marker_of(text) else Literal(text), *([trailing] if trailing else []))}
+    head, mid, tail = _split_markers(terminal_language(name, starts))
+    rules: dict[str, Expr] = {}
+    body = _pieces(mid, base, rules, None if tail else trailing)
+    parts: list[Expr] = [Special(head)] if head else []
+    if body is not None:
+        parts.append(body)
     if tail:
         parts.append(Special(tail))
-    return seq(*parts)
+        if trailing:
+            parts.append(trailing)
+    rules[base] = seq(*parts)
+    return rules
+
+
+def _pieces(dfa, base: str, rules: dict, trailing: Expr | None) -> Expr | None:
+    """The strings of `dfa` as pieces of text and marker tokens (see `terminal_rules`); None for
+    the empty string alone."""
+    live = dfa.live()
+    moves: dict[int, dict[tuple[str, int], set]] = {}
+    for state in sorted(live):
+        for marker in tokens.CONTROL_TOKENS:
+            target = dfa.run(state, map(ord, marker))
+            if target in live:
+                moves.setdefault(state, {}).setdefault((marker, target), set()).add(state)
+    if not moves:  # no marker inside: one lexeme
+        if _accepts_only_empty(dfa):
+            return trailing
+        if dfa.start in dfa.accept:  # may be empty: the lexeme optional, never empty itself
+            text = regular.to_expr(_non_empty(dfa))
+            return choice(seq(text, trailing), trailing) if trailing else Repeat(text, 0, 1)
+        return seq(regular.to_expr(dfa), *([trailing] if trailing else []))
+    entries = [dfa.start]
+    names: dict[int, str] = {}
+
+    def entry(state: int) -> Ref:
+        if state not in names:
+            names[state] = f"{base}_{len(names)}"
+            entries.append(state)
+        return Ref(names[state])
+
+    first = entry(dfa.start)
+    entries.pop()  # entry() appended the start again
+    chunk_names: dict[Expr, str] = {}
+    done = set()
+    while entries:
+        e = entries.pop(0)
+        if e in done:
+            continue
+        done.add(e)
+        options: list[Expr] = []
+        end = _chunk(dfa, e, dfa.accept)
+        if end is not None:
+            last = seq(end, *([trailing] if trailing else []))
+            name = chunk_names.get(last)
+            if name is None:
+                name = chunk_names[last] = f"{names[e]}_{len(chunk_names)}"
+                rules[name] = last
+            options.append(Ref(name))
+        # markers that lead from the same states to the same state share one option
+        groups: dict[tuple[int, frozenset], list[str]] = {}
+        sources_of: dict[tuple[str, int], set] = {}
+        for state, by in moves.items():
+            for pair, states in by.items():
+                sources_of.setdefault(pair, set()).update(states)
+        for (marker, target), sources in sorted(sources_of.items()):
+            groups.setdefault((target, frozenset(sources)), []).append(marker)
+        for (target, sources), markers in sorted(groups.items(), key=lambda g: sorted(g[1])):
+            before = _chunk(dfa, e, sources)
+            if before is None and e not in sources:
+                continue
+            piece: list[Expr] = []
+            if before is not None:
+                name = chunk_names.get(before)
+                if name is None:
+                    name = chunk_names[before] = f"{names[e]}_{len(chunk_names)}"
+                    rules[name] = before
+                piece.append(Repeat(Ref(name), 0, 1) if e in sources else Ref(name))
+            options.append(seq(*piece, choice(*(Special(m) for m in sorted(markers))), entry(target)))
+        body = choice(*options) if options else None
+        if e in dfa.accept:
+            empty = trailing
+            body = (choice(body, empty) if empty is not None else Repeat(body, 0, 1)) if body is not None else empty
+        rules[names[e]] = body if body is not None else Literal("")
+    return first
+
+
+def _chunk(dfa, start: int, ends) -> Expr | None:
+    """The non-empty text leading from `start` to a state of `ends`, or None when there is none."""
+    sub = regular.minimize(_non_empty(regular.DFA(dfa.alphabet, dfa.trans, frozenset(ends), start)))
+    return None if regular.is_empty(sub) else regular.to_expr(sub)
 
 
 def _split_markers(dfa):
@@ -225,17 +315,13 @@ class _Builder:
         return ir_name
 
     def terminal(self, name: str) -> Expr:
-        """A reference to terminal `name`'s rule, with the ignored whitespace after it."""
+        """A reference to terminal `name`'s rule, with the ignored whitespace after it (unless
+        the terminal outranks the whitespace: free text takes it itself)."""
         ir_name = terminal_rule_name(name)
         if ir_name not in self.rules:
-            body = terminal_expr(name, self.starts)
-            if self.priority[name] > self.ws_priority:
-                pass  # it takes the whitespace itself (free text)
-            elif isinstance(body, Special) or (isinstance(body, Seq) and isinstance(body.items[-1], Special)):
-                body = seq(body, Repeat(self.ws(), 0, 1))
-            else:
-                body = seq(body, Repeat(self.ws(), 0, 1))
-            self.rules[ir_name] = body
+            trailing = None if self.priority[name] > self.ws_priority else Repeat(self.ws(), 0, 1)
+            self.rules[ir_name] = Literal("")  # reserved while its pieces are made
+            self.rules.update(terminal_rules(name, self.starts, ir_name, trailing))  # (a cached dict: copied)
         return Ref(ir_name)
 
     def ws(self) -> Expr:
@@ -291,15 +377,15 @@ class _Builder:
         return False
 
     def is_text(self, e: Expr) -> bool:
-        """A reference to a rule that is one terminal outranking the ignored whitespace: free
-        text, which the lexer never splits in two."""
-        while isinstance(e, Ref):
-            body = self.rules.get(e.name)
-            if isinstance(body, Ref):
-                e = body
-                continue
-            name = e.name
-            return any(terminal_rule_name(t) == name and p > self.ws_priority for t, p in self.priority.items())
+        """A reference (through references) to the rule of a terminal outranking the ignored
+        whitespace: free text, which the lexer never splits in two."""
+        texts = {terminal_rule_name(t) for t, p in self.priority.items() if p > self.ws_priority}
+        seen = set()
+        while isinstance(e, Ref) and e.name not in seen:
+            if e.name in texts:
+                return True
+            seen.add(e.name)
+            e = self.rules.get(e.name)
         return False
 
     def no_text_after_text(self, rep: Repeat) -> Expr:
@@ -331,13 +417,14 @@ def _sets(tree):
         yield from _sets(tree[1])
 
 
+@functools.lru_cache(maxsize=1)
 def call_grammar() -> Grammar:
     """One call block: exactly the language of `parse_call` (whitespace before it included, as
     the parser ignores it)."""
     b = _Builder(source.BLOCK_STARTS)
     block = b.rule("call_block")
     b.rules["start"] = seq(Repeat(b.ws(), 0, 1), Ref(block))
-    return Grammar("start", dict(b.rules))
+    return Grammar("start", MappingProxyType(dict(b.rules)))  # cached: shared, so read-only
 
 
 # How much text may come before the call a turn must make (`tool_choice` "required" or a named
@@ -359,6 +446,13 @@ def output_grammar(*, mode: str = "auto", thinking: bool = True, call_block: Gra
     `mode` "none" leaves calls out, "required" and "function" ask for at least one call with at
     most `MAX_PREFIX_CHARS` of text (and a thought, when thinking) before the first.
     `call_block`, when given, stands for every call block (the declared tools')."""
+    g = _output_grammar(mode, thinking, call_block is not None and mode in ("required", "function"))
+    return with_call_block(g, call_block) if call_block is not None and mode != "none" else g
+
+
+@functools.lru_cache(maxsize=None)
+def _output_grammar(mode: str, thinking: bool, named_allowed: bool) -> Grammar:
+    # the turn without its tools: built once per mode and thinking
     if mode not in MODES:
         raise ValueError(f"unknown tool choice mode {mode!r}")
     exclude = set()
@@ -370,7 +464,7 @@ def output_grammar(*, mode: str = "auto", thinking: bool = True, call_block: Gra
     output = b.rule(OUTPUT_RULE)
     rules = dict(b.rules)
     if mode in ("required", "function"):
-        if call_block is None and mode == "function":
+        if not named_allowed and mode == "function":
             raise ValueError("a named tool_choice needs the declared tools")
         first = [Ref(b.rule(THOUGHT_RULE))] if thinking else []
         prefix = Repeat(char_class(_prefix_ranges()), 0, MAX_PREFIX_CHARS)
@@ -380,8 +474,7 @@ def output_grammar(*, mode: str = "auto", thinking: bool = True, call_block: Gra
         # every piece the turn may hold after its first call is what `auto` allows
     else:
         rules["start"] = Ref(output)
-    g = Grammar("start", rules)
-    return with_call_block(g, call_block) if call_block is not None else g
+    return Grammar("start", MappingProxyType(rules))  # cached: shared, so read-only
 
 
 def _prefix_ranges():
@@ -392,14 +485,19 @@ def _prefix_ranges():
 
 def with_call_block(g: Grammar, call_block: Grammar) -> Grammar:
     """`g` with its call block rule standing for `call_block`'s start rule (the declared tools'
-    call blocks), their rules beside its own."""
-    clash = sorted(set(call_block.rules) & set(g.rules))
-    if clash:
-        raise ValueError(f"rule names used twice: {', '.join(clash)}")
+    call blocks), their rules beside those of `g` still in use."""
     name = rule_name(CALL_RULE)
     if name not in g.rules:
         raise ValueError("the grammar has no call block to replace")
     rules = dict(g.rules)
     rules[name] = Ref(call_block.start)
-    rules.update(call_block.rules)
-    return Grammar(g.start, rules)
+    rules.pop(call_block.start, None)
+    from .dialects import reachable
+
+    kept = {n: rules[n] for n in reachable(Grammar(g.start, {**rules, **{call_block.start: Literal("")}}))
+            if n != call_block.start}
+    clash = sorted(set(call_block.rules) & set(kept))
+    if clash:
+        raise ValueError(f"rule names used twice: {', '.join(clash)}")
+    kept.update(call_block.rules)
+    return Grammar(g.start, kept)
