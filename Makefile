@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # Reinstall only when the project's metadata changes; otherwise this is a no-op.
 STAMP := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: test demo bench docs tables fuzz clean
+.PHONY: test demo bench docs tables fuzz clean integration-xgrammar
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,5 +42,17 @@ docs: $(STAMP)
 tables: $(STAMP)
 	$(BIN)/python -c 'from gemma4_lark import grammar; raise SystemExit(grammar.main())'
 
+# Opt-in: the tool-schema properties run by xgrammar's own matcher, and a comparison with its
+# built-in gemma_4 structural tag (integration/xgrammar/). xgrammar needs torch: its own venv,
+# with the CPU build of torch (torch==2.13.0 installs from a local wheel where one is provided);
+# the test venv never has either.
+XGRAMMAR_VENV := .venv-xgrammar
+integration-xgrammar:
+	test -x $(XGRAMMAR_VENV)/bin/python || $(PYTHON) -m venv $(XGRAMMAR_VENV)
+	$(XGRAMMAR_VENV)/bin/python -m pip install -q torch==2.13.0
+	$(XGRAMMAR_VENV)/bin/python -m pip install -q xgrammar pytest hypothesis jsonschema -e .
+	cd integration/xgrammar && ../../$(XGRAMMAR_VENV)/bin/python -m pytest -q -p no:cacheprovider .
+	$(XGRAMMAR_VENV)/bin/python integration/xgrammar/compare_builtin.py
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(XGRAMMAR_VENV) build *.egg-info
