@@ -132,6 +132,17 @@ def test_grammar_size_is_linear_in_properties():
     assert not accepts(lark, call("f", "p07:1,p00:2"))
 
 
+def test_keys_that_share_a_prefix():
+    """Members after a comma are never one lexeme: llguidance's greedy lexer would take `,t` of
+    `,ta:` as the start of a lexeme `,th:1` and refuse the `a`."""
+    tool = {"name": "f", "parameters": {"type": "object", "properties": {
+        "a": {"type": "integer"}, "ta": {"type": "string"}, "th": {"type": "integer"}, "ti": {"enum": [1, 2]},
+        "list": {"type": "array", "items": {"type": "integer"}}, "lo": {"type": "boolean"}}, "required": ["a"]}}
+    lark = lark_for([tool])
+    for body in (f"a:1,ta:{D}x{D}", "a:1,th:2", f"a:1,ta:{D}x{D},th:2,ti:1", "a:1,ti:2", "a:1,list:[1,2],lo:true", "a:1,lo:false"):
+        assert accepts(lark, call("f", body)), body
+
+
 def test_nested_objects_arrays_and_values_in_canonical_form():
     tool = {"name": "plan", "parameters": {"type": "object", "properties": {
         "steps": {"type": "array", "items": {"type": "object", "properties": {

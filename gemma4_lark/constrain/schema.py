@@ -500,8 +500,8 @@ class _ToolCompiler:
         items = schema.get("items", True)
         if isinstance(items, list):  # draft 4's tuple form
             head_schemas, items = items, schema.get("additionalItems", True)
-        head = [self.value(s, f"{where}.prefixItems[{i}]") for i, s in enumerate(head_schemas)]
-        tail = None if items is False else self.value(items, where + ".items")
+        head = [self.as_rule(self.value(s, f"{where}.prefixItems[{i}]")) for i, s in enumerate(head_schemas)]
+        tail = None if items is False else self.as_rule(self.value(items, where + ".items"))
         low, high = schema.get("minItems", 0), schema.get("maxItems")
         low = low if isinstance(low, int) and 0 <= low <= MAX_ENFORCED_ITEMS else 0
         high = high if isinstance(high, int) and 0 <= high <= MAX_ENFORCED_ITEMS else None
@@ -564,7 +564,7 @@ class _ToolCompiler:
                 if key in required:
                     raise
                 continue  # it can never be written: as if its schema were `false`
-            member = ir.seq(_text(key_text), p.colon, value)
+            member = ir.seq(_text(key_text), p.colon, self.as_rule(value))
             members.append((key, key in required, member))
         if self.order == "sorted":
             members.sort(key=lambda m: m[0].lower())  # dictsort, as the official template writes
@@ -578,37 +578,56 @@ class _ToolCompiler:
                 key: ir.Expr = ir.Ref(self.bare_key_except([k for k, _, _ in members if key_bare_if_possible(k) == k]))
             else:  # a map: any key, bare or quoted, as the format writes it
                 key = ir.choice(ir.Ref("tool_key"), ir.Ref("tool_string"))
-            extra_member = ir.seq(key, p.colon, self.value(extra, where + ".additionalProperties"))
+            extra_member = ir.seq(key, p.colon, self.as_rule(self.value(extra, where + ".additionalProperties")))
         name = self.new_rule("object")
         self.rules[name] = ir.seq(p.lbrace, self.members(name, members, extra_member), p.rbrace)
         return ir.Ref(name)
 
     def members(self, name: str, members: list, extra: ir.Expr | None) -> ir.Expr:
         """An object's members in their fixed order, each optional one present or skipped.
-        Once a member is written, the rest is a plain sequence, each member after a comma
-        (`rest_j`: the members from j on). Before that, `first_j` is the first member written
-        (j, or a later one when j is optional) and then `rest_{j+1}`. Each rule refers to the
-        next ones once, so the rules (and any inlining of them) stay linear, or quadratic at
-        worst, in the number of members. Extra members may follow any member, or come first."""
+        `from_j`: the members from j on, the first of them being j or a later one (j may be
+        skipped when optional), as text that starts with that member's key. Each is one of:
+        member j alone (when nothing after it is required), or member j and a comma, optional
+        when j is, then `from_{j+1}`. Extra members may follow any member, or come first.
+
+        So each rule refers to the next one once (linear size), and no rule starts with a
+        comma: a printer may make a rule without special tokens one lexeme, and a lexeme `,b:1`
+        beside a lexeme `,` is a choice a greedy lexer (llguidance) makes too early."""
         p = self.pieces
         n = len(members)
         extras = [ir.Repeat(ir.seq(p.comma, extra))] if extra is not None else []
-        first = [f"{name}_first{j}" for j in range(n)]
-        rest = [f"{name}_rest{j}" for j in range(n)]
-        then = [[ir.Ref(rest[j])] for j in range(n)] + [[]]  # what follows member j-1 once written
+        later_required = [False] * (n + 1)
+        for j in range(n - 1, -1, -1):
+            later_required[j] = later_required[j + 1] or members[j][1]
+        names = [f"{name}_from{j}" for j in range(n)]
         for j in range(n - 1, -1, -1):
             _, is_required, member = members[j]
-            piece = ir.seq(p.comma, member, *extras)
-            self.rules[rest[j]] = ir.seq(piece if is_required else ir.Repeat(piece, 0, 1), *then[j + 1])
-            skip = [ir.Ref(first[j + 1])] if not is_required and j + 1 < n else []
-            self.rules[first[j]] = ir.choice(ir.seq(member, *extras, *then[j + 1]), *skip)
-        options: list[ir.Expr] = [ir.Ref(first[0])] if n else []
+            written = ir.seq(member, *extras)
+            if j + 1 == n:
+                self.rules[names[j]] = written
+                continue
+            then = ir.seq(written, p.comma)
+            go_on = ir.seq(then if is_required else ir.Repeat(then, 0, 1), ir.Ref(names[j + 1]))
+            if is_required and not later_required[j + 1]:
+                go_on = ir.seq(written, ir.Repeat(ir.seq(p.comma, ir.Ref(names[j + 1])), 0, 1))
+            self.rules[names[j]] = go_on if later_required[j + 1] or is_required else ir.choice(written, go_on)
+        options: list[ir.Expr] = [ir.Ref(names[0])] if n else []
         if extra is not None:
-            options.append(ir.seq(extra, *extras, *then[0]))
+            after = ir.seq(p.comma, ir.Ref(names[0])) if n else None
+            options.append(ir.seq(extra, *extras, *([after if later_required[0] else ir.Repeat(after, 0, 1)] if after else [])))
         if not options:
             return ir.Seq(())
         body = ir.choice(*options)
-        return ir.Repeat(body, 0, 1) if all(not required for _, required, _ in members) else body
+        return body if later_required[0] else ir.Repeat(body, 0, 1)
+
+    def as_rule(self, expr: ir.Expr) -> ir.Expr:
+        """`expr` as a reference: a value after a key is a rule of its own, so that no piece of
+        an object (`,key:value`) is regular text a printer could make one lexeme."""
+        if isinstance(expr, ir.Ref):
+            return expr
+        name = self.new_rule("value")
+        self.rules[name] = expr
+        return ir.Ref(name)
 
     def bare_key_except(self, declared: Sequence[str]) -> str:
         """A rule for a bare key (KEY) that is none of `declared`: a trie of the declared keys,
