@@ -9,6 +9,7 @@ from gemma4_lark.render.official import render_chat
 
 keys = st.one_of(
     st.from_regex(r"[a-zA-Z_][a-zA-Z0-9_]{0,6}", fullmatch=True),
+    st.sampled_from(["a", "ab", "abc", "b", "ba", "t", "ta", "th"]),  # prefixes of one another
     st.sampled_from(["a b", "x:y", "", "é", "$ref", "@id", "-1"]),
 )
 texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8)
