@@ -197,25 +197,54 @@ def output_ok(text: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def output_matcher():
-    return Matcher(constrain.grammar("llguidance", scope="output"))
+def output_matchers():
+    return {
+        "llguidance": Matcher(constrain.grammar("llguidance", scope="output")),
+        "gbnf": Matcher(gbnf_as_llguidance(constrain.grammar("gbnf", scope="output"))),
+    }
 
 
+@pytest.fixture(scope="module")
+def output_matcher(output_matchers):
+    return output_matchers["llguidance"]
+
+
+@pytest.mark.parametrize("engine", ["llguidance", "gbnf"])
 @SETTINGS
 @given(text=fuzz.canonical_streams())
-def test_output_accepts_canonical_streams(output_matcher, text):
+def test_output_accepts_canonical_streams(output_matchers, engine, text):
     assert output_ok(text)
-    assert output_matcher.accepts(text), text
+    assert output_matchers[engine].accepts(text), text
     for stop in (tokens.TURN_CLOSE, tokens.TOOL_RESPONSE_OPEN, tokens.EOS):
-        assert output_matcher.accepts(text + stop)
+        assert output_matchers[engine].accepts(text + stop)
 
 
+@pytest.mark.parametrize("engine", ["llguidance", "gbnf"])
 @SETTINGS
 @given(data=st.data())
-def test_output_mutants_agree_with_parse_model_output(output_matcher, data):
+def test_output_mutants_agree_with_parse_model_output(output_matchers, engine, data):
     text = data.draw(fuzz.mutated(data.draw(fuzz.canonical_streams())))
     ok = output_ok(text)
-    assert output_matcher.accepts(text) == ok, text
+    assert output_matchers[engine].accepts(text) == ok, text
+
+
+@settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_output_lark_export_agrees(data):
+    import lark
+
+    text = data.draw(fuzz.canonical_streams() | fuzz.canonical_streams().flatmap(fuzz.mutated))
+    try:
+        _output_lark().parse(text)
+        parsed = True
+    except lark.exceptions.LarkError:
+        parsed = False
+    assert parsed == output_ok(text), text
+
+
+@functools.lru_cache(maxsize=1)
+def _output_lark():
+    return lark_parser(constrain.grammar("lark", scope="output"))
 
 
 CALL = '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>'
