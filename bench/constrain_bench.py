@@ -2,8 +2,8 @@
 tools (our rules and printing, then llguidance's compile of it), and llguidance's mask per token
 while a call is written.
 
-llguidance runs over the tests' byte-level vocabulary (273 tokens: one per byte and one per Gemma
-marker): a real tokenizer's 262k tokens make the mask cost more per token, the grammar the same.
+llguidance runs over the tests' byte-level vocabulary (one token per byte, one per Gemma marker,
+and an end of sequence: tests/constrain_helpers.py): a real tokenizer's 262k tokens make the mask cost more per token, the grammar the same.
 
     python bench/constrain_bench.py [--repeat N]
 """

@@ -1,7 +1,6 @@
-"""llguidance over a byte-level test vocabulary, for the tool-schema tests.
-
-The vocabulary has one token per byte and one special token per Gemma marker (as the real
-tokenizer has them: `<|tool_call>`, `<|"|>`, ... are single tokens, never spelled in bytes).
+"""llguidance for the tool-schema tests, over the exports' byte-level vocabulary
+(tests/constrain_helpers.py: one token per byte, one special token per Gemma marker, as the real
+tokenizer has them): compiled grammars cached, token counts, and random walks under the mask.
 `to_lark` prints the IR with the export's llguidance printer (`constrain.dialects`).
 """
 
@@ -10,52 +9,20 @@ from __future__ import annotations
 import random
 
 import llguidance as llg
+from constrain_helpers import FIRST_SPECIAL, MARKERS, ByteTokenizer, decode, tokenizer
+from constrain_helpers import encode as encode_with_offsets
 
-from gemma4_lark import tokens
 from gemma4_lark.constrain import ir
 from gemma4_lark.constrain.dialects import to_llguidance
 
-SPECIALS = tuple(tokens.CONTROL_TOKENS)
-SPECIAL_ID = {token: 256 + i for i, token in enumerate(SPECIALS)}
-EOS_ID = SPECIAL_ID[tokens.EOS]
-
-
-class _ByteVocabulary:
-    def __init__(self):
-        # llguidance marks special tokens by a leading 0xFF byte
-        self.tokens = [bytes([i]) for i in range(256)] + [b"\xff" + s.encode() for s in SPECIALS]
-        self.special_token_ids = list(SPECIAL_ID.values())
-        self.eos_token_id = EOS_ID
-        self.bos_token_id = SPECIAL_ID[tokens.BOS]
-
-    def __call__(self, text):
-        return list(text.encode() if isinstance(text, str) else text)
-
-
-TOKENIZER = llg.LLTokenizer(llg.TokenizerWrapper(_ByteVocabulary()))
+TOKENIZER = tokenizer()
+SPECIAL_ID = {marker: FIRST_SPECIAL + i for i, marker in enumerate(MARKERS)}
+EOS_ID = ByteTokenizer().eos_token_id  # the engine's end of sequence (not the `<eos>` marker)
 
 
 def encode(text: str) -> list[int]:
     """`text` as token ids: a Gemma marker is its special token, anything else its bytes."""
-    ids: list[int] = []
-    i = 0
-    while i < len(text):
-        for special in SPECIALS:
-            if text.startswith(special, i):
-                ids.append(SPECIAL_ID[special])
-                i += len(special)
-                break
-        else:
-            ids.extend(text[i].encode())
-            i += 1
-    return ids
-
-
-def decode(ids: list[int]) -> str:
-    out = bytearray()
-    for t in ids:
-        out += TOKENIZER.decode_bytes([t]) if t < 256 else SPECIALS[t - 256].encode()
-    return out.decode()
+    return encode_with_offsets(text)[0]
 
 
 # --- printer --------------------------------------------------------------------------------

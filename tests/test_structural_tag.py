@@ -55,7 +55,15 @@ def test_tool_choice_and_thinking_shapes():
 llg = pytest.importorskip("llguidance")
 from llguidance.gbnf_to_lark import gbnf_to_lark  # noqa: E402
 
-from constrain_llg import EOS_ID, SPECIAL_ID, TOKENIZER, allowed, decode  # noqa: E402
+from constrain_helpers import ByteTokenizer  # noqa: E402
+from constrain_llg import EOS_ID, SPECIAL_ID, TOKENIZER, allowed  # noqa: E402
+
+_TOKENS = ByteTokenizer().tokens
+
+
+def decode(ids):
+    """The text so far (a character cut between two byte tokens shows as U+FFFD)."""
+    return b"".join(_TOKENS[t] for t in ids).decode("utf-8", errors="replace")
 
 TRIGGER_ID = SPECIAL_ID["<|tool_call>"]
 
