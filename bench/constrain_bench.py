@@ -3,7 +3,8 @@ tools (our rules and printing, then llguidance's compile of it), and llguidance'
 while a call is written.
 
 llguidance runs over the tests' byte-level vocabulary (one token per byte, one per Gemma marker,
-and an end of sequence: tests/constrain_helpers.py): a real tokenizer's 262k tokens make the mask cost more per token, the grammar the same.
+and an end of sequence: tests/constrain_helpers.py). A real tokenizer's 262k tokens make the
+mask cost more per token; the grammar is the same.
 
     python bench/constrain_bench.py [--repeat N]
 """
