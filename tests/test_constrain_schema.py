@@ -119,7 +119,7 @@ def test_keys_in_the_order_the_official_template_writes():
 
 
 def test_grammar_size_is_linear_in_properties():
-    """Every subset of optional properties in one order: two rules a property, not 2^n or n!."""
+    """Every subset of optional properties in one order: a rule or two a property, not 2^n or n!."""
     def size(n):
         tool = {"name": "f", "parameters": {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(n)}}}
         return len(lark_for([tool]))

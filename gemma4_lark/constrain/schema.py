@@ -17,7 +17,7 @@ What "the way the format writes them" means here (docs/constrained-decoding.md):
   an object's declared properties come in that order (`order="sorted"`); `order="declared"`
   keeps the schema's own order (what the OMP profile writes when its caller built the arguments
   in schema order). Either way each property is a fixed position that is present or skipped,
-  which costs two rules per property: never the factorial number of orders.
+  which costs a rule or two per property: never the factorial number of orders.
 - Additional members, where a schema allows them, take bare keys that are none of the declared
   keys (so no member can repeat a declared key) and may stand anywhere after a member or first;
   an object that declares no properties (a map) takes any key, bare or quoted.
