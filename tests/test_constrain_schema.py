@@ -46,19 +46,22 @@ WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters":
 PING = {"name": "ping", "parameters": {"type": "object", "properties": {}}}
 
 
-@pytest.mark.parametrize("text", [
+VALID = [
     call("get_weather", f"location:{D}Tokyo{D}"),
     call("get_weather", f"days:3,Hourly:false,location:{D}To<|kyo, JP{D},unit:{D}celsius{D}"),
     call("get_weather", f"days:-12,location:{D}{D}"),
     call("get_weather", f"location:{D}a <b> <|c|> <|\"|{D}"),  # everything but the delimiter
     call("ping", ""),
-])
+]
+
+
+@pytest.mark.parametrize("text", VALID)
 def test_valid_calls_accepted(text):
     parse_call(text)  # the format's own parser takes them too
     assert accepts(lark_for([WEATHER, PING]), text)
 
 
-@pytest.mark.parametrize("text, why", [
+INVALID = [
     (call("get_wether", f"location:{D}x{D}"), "undeclared name"),
     (call("get_weather", ""), "missing required"),
     (call("get_weather", "days:3"), "missing required"),
@@ -73,10 +76,26 @@ def test_valid_calls_accepted(text):
     (call("get_weather", f"location:{D}x{D},location:{D}y{D}"), "repeated key"),
     (call("get_weather", f"location: {D}x{D}"), "whitespace"),
     (call("ping", "a:1"), "extra key"),
-    (f"<|tool_call>call:ping{{}}", "unclosed"),
-])
+    ("<|tool_call>call:ping{}", "unclosed"),
+]
+
+
+@pytest.mark.parametrize("text, why", INVALID)
 def test_invalid_calls_rejected(text, why):
     assert not accepts(lark_for([WEATHER, PING]), text), why
+
+
+def test_gbnf_export_through_llguidance_gbnf_reader():
+    """The same calls through the GBNF export, read by llguidance's own GBNF reader."""
+    from constrain_helpers import Matcher, gbnf_as_llguidance
+
+    from gemma4_lark import constrain
+
+    gbnf = Matcher(gbnf_as_llguidance(constrain.grammar("gbnf", tools=[WEATHER, PING])))
+    for text in VALID:
+        assert gbnf.accepts(text), text
+    for text, why in INVALID:
+        assert not gbnf.accepts(text), why
 
 
 def test_rejected_where_the_schema_is_broken():
