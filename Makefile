@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # Reinstall only when the project's metadata changes; otherwise this is a no-op.
 STAMP := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: test demo bench docs tables fuzz integration clean
+.PHONY: test demo bench docs tables fuzz integration integration-xgrammar clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -49,7 +49,19 @@ INTEGRATION := .cache/integration
 integration: $(STAMP)
 	$(BIN)/python -m pip download -q --no-deps -d $(INTEGRATION) vllm==0.33.0 sglang==0.5.23
 	$(BIN)/python integration/harness.py $(INTEGRATION)
-	GEMMA4_INTEGRATION_CACHE=$(INTEGRATION) $(BIN)/python -m pytest -q -p no:cacheprovider integration
+	GEMMA4_INTEGRATION_CACHE=$(INTEGRATION) $(BIN)/python -m pytest -q -p no:cacheprovider --ignore=integration/xgrammar integration
+
+# Opt-in: the tool-schema properties run by xgrammar's own matcher, and a comparison with its
+# built-in gemma_4 structural tag (integration/xgrammar/). xgrammar needs torch: its own venv,
+# with the CPU build of torch (torch==2.13.0 installs from a local wheel where one is provided);
+# the test venv never has either.
+XGRAMMAR_VENV := .venv-xgrammar
+integration-xgrammar:
+	test -x $(XGRAMMAR_VENV)/bin/python || $(PYTHON) -m venv $(XGRAMMAR_VENV)
+	$(XGRAMMAR_VENV)/bin/python -m pip install -q torch==2.13.0
+	$(XGRAMMAR_VENV)/bin/python -m pip install -q xgrammar pytest hypothesis jsonschema -e .
+	cd integration/xgrammar && ../../$(XGRAMMAR_VENV)/bin/python -m pytest -q -p no:cacheprovider .
+	$(XGRAMMAR_VENV)/bin/python integration/xgrammar/compare_builtin.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(XGRAMMAR_VENV) build *.egg-info

@@ -14,6 +14,7 @@ from typing import Any
 
 from . import ir
 from .dialects import PRINTERS
+from .structural_tag import structural_tag  # the function (it shadows its module's name here)
 
 FORMATS = tuple(PRINTERS)
 SCOPES = ("call", "output")

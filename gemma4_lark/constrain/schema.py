@@ -1,0 +1,770 @@
+"""The declared tools' JSON schemas as grammar rules: one call block whose name is a declared tool
+and whose arguments follow that tool's schema, written the way the format writes them.
+
+`tool_call_rules(tools, choice)` builds an `ir.Grammar` whose start rule is one complete block
+`<|tool_call>call:NAME{...}<tool_call|>`; every rule it makes is named `tool_...`, so the rules can
+sit beside the format's own in one exported grammar. `not_enforced(tools)` lists what the schemas
+ask for that the rules leave to validation.
+
+What "the way the format writes them" means here (docs/constrained-decoding.md):
+
+- Canonical text only: no whitespace between tokens, strings always between `<|"|>` delimiters
+  (never bare words), numbers as the grammar's INTEGER and FLOAT terminals read them, `true`,
+  `false`, `null`; keys bare when the grammar's KEY terminal takes them, else delimited strings
+  (the renderers' rule, `render.values.key_bare_if_possible`).
+- Property order: the official chat template writes arguments with `dictsort`, keys sorted
+  case-insensitively at every level, and that is what the model learned to write. So by default
+  an object's declared properties come in that order (`order="sorted"`); `order="declared"`
+  keeps the schema's own order (what the OMP profile writes when its caller built the arguments
+  in schema order). Either way each property is a fixed position that is present or skipped,
+  which costs a rule or two per property: never the factorial number of orders.
+- Additional members, where a schema allows them, take bare keys that are none of the declared
+  keys (so no member can repeat a declared key) and may stand anywhere after a member or first;
+  an object that declares no properties (a map) takes any key, bare or quoted.
+  A missing `additionalProperties` is `false` when the object declares `properties` (what strict
+  tool calling means in every engine), and any member when it declares none (a free-form map).
+
+Lexical pieces come from the grammar's terminals (`gemma4_lark.grammar`), translated from their
+regular expressions: a string's content is STRING's (anything without the delimiter: STRING reads
+up to the first one), numbers are INTEGER's and FLOAT's, keys are KEY's. Nothing here re-states
+them.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Literal as TypingLiteral, Mapping, Sequence
+
+from .. import tokens
+from ..grammar import terminal_literal, terminals
+from ..render.values import ValueWriter, key_bare_if_possible, python_number
+from ..tools import Tool, ToolChoice
+from . import ir
+
+try:  # re's own parser: `re._parser` from Python 3.11 on, `sre_parse` before
+    import re._parser as sre  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_parse as sre  # type: ignore[no-redef]
+
+__all__ = ["tool_call_rules", "argument_rules", "not_enforced", "SchemaError", "ORDERS"]
+
+ORDERS = ("sorted", "declared")
+
+# Array bounds up to this many items are written out as repetitions; beyond it they are left to
+# validation (a bound of a thousand would be a thousand copies in some engines).
+MAX_ENFORCED_ITEMS = 16
+
+# The keywords each kind of schema may carry that the rules do not enforce (validation does).
+_UNENFORCED = {
+    "string": ("pattern", "minLength", "maxLength", "format", "contentEncoding", "contentMediaType"),
+    "number": ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"),
+    "array": ("uniqueItems", "contains", "minContains", "maxContains", "unevaluatedItems"),
+    "object": ("patternProperties", "propertyNames", "minProperties", "maxProperties",
+               "dependentRequired", "dependentSchemas", "dependencies", "unevaluatedProperties"),
+    "any": ("not", "if", "then", "else"),
+}
+
+
+class SchemaError(ValueError):
+    """A tool's schema that no call could satisfy, or that the rules cannot read (an unknown
+    `$ref`, a name the format cannot write); the message names the tool and the place."""
+
+
+class _NoValue(SchemaError):
+    """A schema none of whose values the format can write (an enum of strings holding control
+    tokens): an optional property or an anyOf option with it is left out."""
+
+
+# ------------------------------------------------------------------------ lexical pieces ----
+# Translated from the grammar's terminals. The few regex features the terminals use that a
+# grammar engine lacks are rewritten by rules that hold for every pattern of that shape:
+# a lazy `.*?` followed by a literal reads up to the first occurrence of that literal, so it is
+# "anything without the literal"; a lookahead at the very end is a condition on what follows
+# the token, checked against what the rules put after it; a positive lookahead that ends one
+# alternative makes an optional group right after it required on that alternative.
+
+_CONTROL = frozenset(tokens.CONTROL_TOKENS)
+
+
+def _class_text(codes: Iterable[int], negate: bool = False) -> str:
+    """The inside of a regex character class for a set of code points (ranges merged)."""
+    out = ["^"] if negate else []
+    run: list[int] = []
+    for code in sorted(set(codes)) + [-2]:
+        if run and code == run[-1] + 1:
+            run.append(code)
+            continue
+        if run:
+            first, last = _class_char(run[0]), _class_char(run[-1])
+            out.append(first if len(run) == 1 else first + last if len(run) == 2 else f"{first}-{last}")
+        run = [code]
+    return "".join(out)
+
+
+def _class_char(code: int) -> str:
+    char = chr(code)
+    if char in "\\]^-[":
+        return "\\" + char
+    if code < 0x20 or code == 0x7f:
+        return f"\\x{code:02x}"
+    return char
+
+
+def _charset(items) -> tuple[frozenset[int], bool]:
+    """The code points of a parsed `[...]` and whether it is negated."""
+    codes: set[int] = set()
+    negate = False
+    for op, arg in items:
+        name = str(op)
+        if name == "NEGATE":
+            negate = True
+        elif name == "LITERAL":
+            codes.add(arg)
+        elif name == "RANGE":
+            codes.update(range(arg[0], arg[1] + 1))
+        else:
+            raise NotImplementedError(f"character class item {name}")
+    return frozenset(codes), negate
+
+
+@dataclass
+class _Lexical:
+    """Turns terminal patterns into IR; rules it needs (a string's content) go in `rules`."""
+
+    follow: frozenset[int] = frozenset()  # what the rules may put right after a token
+    name: str = ""
+
+    def terminal(self, name: str, follow: str) -> ir.Expr:
+        pattern = next(t for t in terminals() if t.name == name).pattern
+        regex = pattern.to_regexp()
+        flags = sum(getattr(re, f.upper()) for f in getattr(pattern, "flags", ()))
+        self.follow = frozenset(map(ord, follow))
+        self.name = name
+        return self.sequence(list(sre.parse(regex, flags)), dotall=bool(flags & re.S), last=True)
+
+    def sequence(self, items: list, *, dotall: bool, last: bool = False) -> ir.Expr:
+        out: list[ir.Expr] = []
+        i = 0
+        while i < len(items):
+            op, arg = items[i]
+            name = str(op)
+            if name == "MIN_REPEAT" and arg[:2] == (0, sre.MAXREPEAT) and str(arg[2][0][0]) == "ANY":
+                # a lazy `.*?`: up to the first occurrence of the literal that follows
+                stop = self._literal_run(items[i + 1:])
+                if not stop:
+                    raise NotImplementedError(f"{self.name}: a lazy repetition not followed by a literal")
+                out.append(self._without(stop))
+            elif name == "BRANCH":
+                rest = items[i + 1:]
+                options = []
+                for branch in arg[1]:
+                    if branch and str(branch[-1][0]) == "ASSERT" and branch[-1][1][0] == 1:
+                        required, _ = _charset(branch[-1][1][1][0][1])
+                        options.append(ir.seq(self.sequence(branch[:-1], dotall=dotall),
+                                              self.sequence(self._require(rest, required), dotall=dotall, last=last)))
+                    else:
+                        options.append(ir.seq(self.sequence(branch, dotall=dotall),
+                                              self.sequence(rest, dotall=dotall, last=last)))
+                out.append(ir.choice(*options))
+                return ir.seq(*out)
+            elif name == "ASSERT_NOT" and last and i == len(items) - 1 and arg[0] == 1:
+                # what may follow the token: every character the rules put after it must pass
+                codes, negate = _charset(arg[1][0][1])
+                blocked = {c for c in self.follow if (c in codes) != negate}
+                if blocked:
+                    raise NotImplementedError(f"{self.name} may not be followed by {sorted(map(chr, blocked))}")
+            else:
+                out.append(self.item(op, arg, dotall=dotall))
+            i += 1
+        return ir.seq(*out) if out else ir.Seq(())
+
+    def item(self, op, arg, *, dotall: bool) -> ir.Expr:
+        name = str(op)
+        if name == "LITERAL":
+            return ir.Literal(chr(arg))
+        if name == "IN":
+            codes, negate = _charset(arg)
+            return ir.CharClass(_class_text(codes, negate))
+        if name in ("MAX_REPEAT", "MIN_REPEAT"):
+            low, high, body = arg
+            return ir.Repeat(self.sequence(list(body), dotall=dotall), low, None if high == sre.MAXREPEAT else high)
+        if name == "SUBPATTERN":
+            return self.sequence(list(arg[3]), dotall=dotall)
+        raise NotImplementedError(f"{self.name}: regex feature {name}")
+
+    @staticmethod
+    def _literal_run(items) -> str:
+        text = []
+        for op, arg in items:
+            if str(op) != "LITERAL":
+                break
+            text.append(chr(arg))
+        return "".join(text)
+
+    @staticmethod
+    def _require(rest: list, required: frozenset[int]) -> list:
+        """`rest` when it must start with one of `required`: its leading optional group, which
+        starts with exactly such a character, becomes required."""
+        if rest and str(rest[0][0]) == "MAX_REPEAT" and rest[0][1][:2] == (0, 1):
+            body = list(rest[0][1][2])
+            if body and str(body[0][0]) == "IN" and _charset(body[0][1]) == (required, False):
+                return body + rest[1:]
+        raise NotImplementedError("a lookahead not followed by an optional group it starts")
+
+    def _without(self, stop: str) -> ir.Expr:
+        """The text that does not contain `stop`, a literal whose first character occurs in it
+        once (so a partial match can only restart at that character): pieces that cannot start
+        `stop`, or a partial match broken by a character that neither continues nor restarts it,
+        any partial match standing right before a piece that starts again, and at the end."""
+        head = stop[0]
+        if head in stop[1:] or len(stop) < 2:
+            raise NotImplementedError(f"{self.name}: the text up to {stop!r}, whose first character recurs")
+        partial = ir.choice(*(ir.Literal(stop[:k]) for k in range(1, len(stop))))
+        broken = ir.choice(*(ir.seq(ir.Literal(stop[:k]), ir.CharClass(_class_text({ord(stop[k]), ord(head)}, negate=True)))
+                             for k in range(1, len(stop))))
+        free = ir.CharClass(_class_text({ord(head)}, negate=True))
+        return ir.seq(ir.Repeat(ir.choice(free, ir.seq(ir.Repeat(partial), broken))), ir.Repeat(partial))
+
+
+def _advance(stop: str, k: int, char: str) -> int:
+    """How much of `stop` is matched after `char`, when `k` characters of it were."""
+    text = stop[:k] + char
+    for length in range(min(len(text), len(stop)), 0, -1):
+        if text.endswith(stop[:length]):
+            return length
+    return 0
+
+
+def _specials(expr: ir.Expr) -> ir.Expr:
+    """`expr` with runs of literal characters joined, and Gemma's markers as `Special`."""
+    if isinstance(expr, ir.Seq):
+        items: list[ir.Expr] = []
+        for item in map(_specials, expr.items):
+            if isinstance(item, ir.Literal) and items and isinstance(items[-1], ir.Literal):
+                items[-1] = ir.Literal(items[-1].text + item.text)
+            else:
+                items.append(item)
+        items = [_marker(i) for i in items]
+        return ir.seq(*items) if items else expr
+    if isinstance(expr, ir.Choice):
+        return ir.Choice(tuple(map(_specials, expr.options)))
+    if isinstance(expr, ir.Repeat):
+        return ir.Repeat(_specials(expr.item), expr.min, expr.max)
+    return _marker(expr)
+
+
+def _marker(expr: ir.Expr) -> ir.Expr:
+    return ir.Special(expr.text) if isinstance(expr, ir.Literal) and expr.text in _CONTROL else expr
+
+
+def _literal(name: str) -> str:
+    text = terminal_literal(name)
+    if text is None:
+        raise NotImplementedError(f"terminal {name} is no longer a fixed string")
+    return text
+
+
+@dataclass(frozen=True)
+class _Pieces:
+    """What every tool's rules share, built once from the grammar."""
+
+    rules: Mapping[str, ir.Expr]
+    lbrace: ir.Expr
+    rbrace: ir.Expr
+    lbracket: ir.Expr
+    rbracket: ir.Expr
+    comma: ir.Expr
+    colon: ir.Expr
+    key_chars: frozenset[int]  # KEY is one or more of these
+
+
+@functools.lru_cache(maxsize=1)
+def _pieces() -> _Pieces:
+    lex = _Lexical()
+    punctuation = {n: ir.Literal(_literal(n)) for n in ("LBRACE", "RBRACE", "LBRACKET", "RBRACKET", "COMMA", "COLON")}
+    # what the rules put after a value: a comma, or the end of its object or array
+    after_value = _literal("COMMA") + _literal("RBRACE") + _literal("RBRACKET")
+    string = _specials(lex.terminal("STRING", after_value + _literal("COLON")))
+    if not (isinstance(string, ir.Seq) and len(string.items) > 2
+            and isinstance(string.items[0], ir.Special) and isinstance(string.items[-1], ir.Special)):
+        raise NotImplementedError("STRING is no longer a delimiter, content and a delimiter")
+    opener, content, closer = string.items[0], ir.Seq(string.items[1:-1]), string.items[-1]
+    rules: dict[str, ir.Expr] = {
+        # the content as a rule of its own: a regular one, which a printer may make one lexeme
+        "tool_string": ir.seq(opener, ir.Ref("tool_string_content"), closer),
+        "tool_string_content": content,
+        "tool_integer": lex.terminal("INTEGER", after_value),
+        "tool_float": lex.terminal("FLOAT", after_value),
+        "tool_key": lex.terminal("KEY", _literal("COLON")),
+    }
+    rules["tool_number"] = ir.choice(ir.Ref("tool_integer"), ir.Ref("tool_float"))
+    rules["tool_boolean"] = ir.choice(ir.Literal(_literal("TRUE")), ir.Literal(_literal("FALSE")))
+    rules["tool_null"] = ir.Literal(_literal("NULL"))
+    key = rules["tool_key"]
+    if not (isinstance(key, ir.Repeat) and key.min == 1 and key.max is None and isinstance(key.item, ir.CharClass)):
+        raise NotImplementedError("KEY is no longer one or more characters of one class")
+    key_chars = frozenset(c for c in range(128) if re.fullmatch(f"[{key.item.chars}]", chr(c)))
+    p = punctuation
+    # any value, as the format writes it (for schemas that allow anything)
+    any_member = ir.seq(ir.choice(ir.Ref("tool_key"), ir.Ref("tool_string")), p["COLON"], ir.Ref("tool_any"))
+    rules["tool_any_object"] = ir.seq(p["LBRACE"], ir.Repeat(ir.seq(any_member, ir.Repeat(ir.seq(p["COMMA"], any_member))), 0, 1), p["RBRACE"])
+    rules["tool_any_array"] = ir.seq(p["LBRACKET"], ir.Repeat(ir.seq(ir.Ref("tool_any"), ir.Repeat(ir.seq(p["COMMA"], ir.Ref("tool_any")))), 0, 1), p["RBRACKET"])
+    rules["tool_any"] = ir.choice(*(ir.Ref(n) for n in ("tool_string", "tool_number", "tool_boolean", "tool_null", "tool_any_object", "tool_any_array")))
+    return _Pieces(rules, p["LBRACE"], p["RBRACE"], p["LBRACKET"], p["RBRACKET"], p["COMMA"], p["COLON"], key_chars)
+
+
+# ------------------------------------------------------------------------ canonical text ----
+
+# The official renderer's writer for arguments: keys sorted at every level, bare when KEY takes them.
+_WRITER = ValueWriter(number=python_number, key=key_bare_if_possible, sort_keys=True, unsafe="error")
+
+
+def _text(text: str) -> ir.Expr:
+    """Rendered text as IR: the string delimiters as `Special`, the rest literal."""
+    parts: list[ir.Expr] = []
+    for i, piece in enumerate(text.split(tokens.STRING_DELIMITER)):
+        if i:
+            parts.append(ir.Special(tokens.STRING_DELIMITER))
+        if piece:
+            parts.append(ir.Literal(piece))
+    return ir.seq(*parts) if parts else ir.Seq(())
+
+
+# ------------------------------------------------------------------------------ schemas ----
+
+_TYPES = ("string", "integer", "number", "boolean", "null", "object", "array")
+
+
+class _ToolCompiler:
+    """One tool's schema as rules named `tool_<index>_...`."""
+
+    def __init__(self, tool: Tool, index: int, order: str, rules: dict[str, ir.Expr], pieces: _Pieces):
+        self.tool = tool
+        self.prefix = f"tool_{index}_"
+        self.order = order
+        self.rules = rules
+        self.pieces = pieces
+        self.count = 0
+        self.refs: dict[str, str] = {}  # $ref -> rule name
+
+    def error(self, where: str, message: str) -> SchemaError:
+        return SchemaError(f"tool {self.tool.name!r}: {where}: {message}")
+
+    def new_rule(self, kind: str) -> str:
+        self.count += 1
+        return f"{self.prefix}{kind}{self.count}"
+
+    # --- entry points ---------------------------------------------------------------------
+    def arguments(self) -> str:
+        """The rule for the call's arguments (always an object)."""
+        schema = self.tool.parameters
+        name = f"{self.prefix}arguments"
+        if schema is None:
+            self.rules[name] = ir.seq(self.pieces.lbrace, self.pieces.rbrace)
+            return name
+        schema = dict(schema)
+        schema.setdefault("type", "object")
+        types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        if "object" not in [t.lower() if isinstance(t, str) else t for t in types]:
+            raise self.error("parameters", f"the arguments are an object, but the schema's type is {schema['type']!r}")
+        schema["type"] = "object"
+        self.rules[name] = self.value(schema, "parameters")
+        return name
+
+    # --- any schema -------------------------------------------------------------------------
+    def value(self, schema: Any, where: str) -> ir.Expr:
+        if schema is True or schema == {}:
+            return ir.Ref("tool_any")
+        if schema is False:
+            raise self.error(where, "the schema `false` admits no value")
+        if not isinstance(schema, Mapping):
+            raise self.error(where, f"a schema is an object or a boolean, not {type(schema).__name__}")
+        if "$ref" in schema:
+            return self.ref(schema["$ref"], where)
+        if "const" in schema:
+            return self.literal_values([schema["const"]], where)
+        if "enum" in schema:
+            values = schema["enum"]
+            if not isinstance(values, list) or not values:
+                raise self.error(where + ".enum", "an enum is a non-empty list")
+            return self.nullable(schema, self.literal_values(values, where + ".enum"))
+        for keyword in ("anyOf", "oneOf"):
+            if keyword in schema:
+                options = schema[keyword]
+                if not isinstance(options, list) or not options:
+                    raise self.error(f"{where}.{keyword}", "is a non-empty list of schemas")
+                rest = {k: v for k, v in schema.items() if k != keyword}
+                # sibling keywords apply to every option: merged in (a shallow merge, which is
+                # what tool schemas mean by `{"description": ..., "anyOf": [...]}`)
+                exprs = []
+                for i, option in enumerate(options):
+                    try:
+                        exprs.append(self.value(self.merge(rest, option), f"{where}.{keyword}[{i}]"))
+                    except _NoValue:
+                        if i == len(options) - 1 and not exprs:
+                            raise
+                return self.nullable(schema, ir.choice(*exprs))
+        if "allOf" in schema:
+            parts = schema["allOf"]
+            if not isinstance(parts, list) or not parts:
+                raise self.error(where + ".allOf", "is a non-empty list of schemas")
+            rest = {k: v for k, v in schema.items() if k != "allOf"}
+            # the first part alone admits every value all of them admit: a superset, and the
+            # rest is validation's (listed by not_enforced)
+            return self.value(self.merge(rest, parts[0]), where + ".allOf[0]")
+        return self.nullable(schema, self.typed(schema, where))
+
+    @staticmethod
+    def merge(outer: Mapping, inner: Any) -> Any:
+        if not isinstance(inner, Mapping):
+            return inner
+        merged = {k: v for k, v in outer.items() if k not in ("description", "title", "default", "examples", "nullable")}
+        merged.update(inner)
+        return merged
+
+    def nullable(self, schema: Mapping, expr: ir.Expr) -> ir.Expr:
+        # OpenAPI's `nullable: true` (Gemma's own declarations carry it)
+        return ir.choice(expr, ir.Ref("tool_null")) if schema.get("nullable") is True else expr
+
+    def typed(self, schema: Mapping, where: str) -> ir.Expr:
+        kind = schema.get("type")
+        if kind is None:
+            if any(k in schema for k in ("properties", "additionalProperties", "required")):
+                kind = "object"
+            elif any(k in schema for k in ("items", "prefixItems")):
+                kind = "array"
+            else:
+                return ir.Ref("tool_any")
+        kinds = kind if isinstance(kind, list) else [kind]
+        options = []
+        for k in kinds:
+            if not isinstance(k, str) or k.lower() not in _TYPES:
+                raise self.error(where + ".type", f"unknown type {k!r}")
+            options.append(self.of_type(k.lower(), schema, where))  # Gemma's declarations write STRING, OBJECT...
+        return ir.choice(*options)
+
+    def of_type(self, kind: str, schema: Mapping, where: str) -> ir.Expr:
+        if kind == "string":
+            return ir.Ref("tool_string")
+        if kind == "integer":
+            return ir.Ref("tool_integer")
+        if kind == "number":
+            return ir.Ref("tool_number")
+        if kind == "boolean":
+            return ir.Ref("tool_boolean")
+        if kind == "null":
+            return ir.Ref("tool_null")
+        if kind == "array":
+            return self.array(schema, where)
+        return self.object(schema, where)
+
+    def literal_values(self, values: Sequence, where: str) -> ir.Expr:
+        """The values' canonical texts. A value the renderers refuse to write (a string holding a
+        control token, NaN) can never appear in a call they write: it is left out, and only a
+        list of nothing else is an error."""
+        options = []
+        problem = None
+        for i, value in enumerate(values):
+            try:
+                options.append(_text(_WRITER.write(value, f"{where}[{i}]")))
+            except (TypeError, ValueError) as error:
+                problem = problem or f"{where}[{i}]: has no text in the format ({error})"
+        if not options:
+            raise _NoValue(f"tool {self.tool.name!r}: {where}: no value can be written; {problem}")
+        return ir.choice(*dict.fromkeys(options))  # one option per distinct text
+
+    def ref(self, target: Any, where: str) -> ir.Expr:
+        if not isinstance(target, str) or not target.startswith("#"):
+            raise self.error(where + ".$ref", f"only references within the tool's schema (#/...) are followed, not {target!r}")
+        if target not in self.refs:
+            node: Any = self.tool.parameters
+            for part in filter(None, target[1:].split("/")):
+                part = part.replace("~1", "/").replace("~0", "~")
+                if not isinstance(node, Mapping) or part not in node:
+                    raise self.error(where + ".$ref", f"{target!r} names nothing in the tool's schema")
+                node = node[part]
+            name = self.refs[target] = self.new_rule("def")
+            # the rule exists before its body is built: a schema that refers to itself recurses
+            self.rules[name] = ir.Seq(())
+            if node is self.tool.parameters:
+                node = {**node, "type": "object"} if "type" not in node else node
+            self.rules[name] = self.value(node, target)
+        return ir.Ref(self.refs[target])
+
+    # --- arrays -----------------------------------------------------------------------------
+    def array(self, schema: Mapping, where: str) -> ir.Expr:
+        p = self.pieces
+        head_schemas = schema.get("prefixItems") or ()
+        items = schema.get("items", True)
+        if isinstance(items, list):  # draft 4's tuple form
+            head_schemas, items = items, schema.get("additionalItems", True)
+        head = [self.as_rule(self.value(s, f"{where}.prefixItems[{i}]")) for i, s in enumerate(head_schemas)]
+        tail = None if items is False else self.as_rule(self.value(items, where + ".items"))
+        low, high = schema.get("minItems", 0), schema.get("maxItems")
+        low = low if isinstance(low, int) and 0 <= low <= MAX_ENFORCED_ITEMS else 0
+        high = high if isinstance(high, int) and 0 <= high <= MAX_ENFORCED_ITEMS else None
+        if high is not None and high < low:
+            raise self.error(where, f"maxItems {high} is below minItems {low}")
+        if tail is None:
+            high = len(head) if high is None else min(high, len(head))
+        if high is not None and high < low:
+            raise self.error(where, f"minItems {low} is more items than the schema allows")
+        name = self.new_rule("array")
+        m = len(head)
+        # the items as one non-empty sequence, built from the last: item i is optional from
+        # minItems on, and items of `items` come only after every prefix item
+        more_low = max(0, low - m)
+        more_high = None if high is None else high - m
+        if m == 0:
+            if high == 0:
+                self.rules[name] = ir.seq(p.lbracket, p.rbracket)
+                return ir.Ref(name)
+            assert tail is not None
+            body: ir.Expr = ir.seq(tail, ir.Repeat(ir.seq(p.comma, tail), max(0, more_low - 1),
+                                                   None if more_high is None else more_high - 1))
+        else:
+            body = head[m - 1]
+            if tail is not None and (more_high is None or more_high > 0):
+                body = ir.seq(body, ir.Repeat(ir.seq(p.comma, tail), more_low, more_high))
+            for i in range(m - 2, -1, -1):
+                after = ir.seq(p.comma, body)
+                body = ir.seq(head[i], after if i + 1 < low else ir.Repeat(after, 0, 1))
+        self.rules[name] = ir.seq(p.lbracket, body if low > 0 else ir.Repeat(body, 0, 1), p.rbracket)
+        return ir.Ref(name)
+
+    # --- objects ----------------------------------------------------------------------------
+    def object(self, schema: Mapping, where: str) -> ir.Expr:
+        p = self.pieces
+        properties = schema.get("properties") or {}
+        if not isinstance(properties, Mapping):
+            raise self.error(where + ".properties", "is an object of schemas")
+        required = schema.get("required") or []
+        if not isinstance(required, list):
+            raise self.error(where + ".required", "is a list of names")
+        for name in required:
+            if name not in properties:
+                # required but undeclared: a declared property of any value
+                properties = {**properties, name: True}
+        members = []
+        for key, sub in properties.items():
+            if sub is False:
+                if key in required:
+                    raise self.error(f"{where}.properties.{key}", "is required, but its schema is `false`")
+                continue
+            try:
+                _WRITER.write({key: None}, where)  # refuses a key the format cannot write safely
+                key_text = _WRITER.key(key)
+            except ValueError as error:
+                raise self.error(f"{where}.properties", f"key {key!r} has no text in the format ({error})") from None
+            try:
+                value = self.value(sub, f"{where}.properties.{key}")
+            except _NoValue:
+                if key in required:
+                    raise
+                continue  # it can never be written: as if its schema were `false`
+            member = ir.seq(_text(key_text), p.colon, self.as_rule(value))
+            members.append((key, key in required, member))
+        if self.order == "sorted":
+            members.sort(key=lambda m: m[0].lower())  # dictsort, as the official template writes
+        extra = schema.get("additionalProperties")
+        if extra is None:
+            extra = False if "properties" in schema else True
+        extra_member = None
+        if extra is not False:
+            if members:
+                # bare keys other than the declared ones (a quoted key could spell a declared one)
+                key: ir.Expr = ir.Ref(self.bare_key_except([k for k, _, _ in members if key_bare_if_possible(k) == k]))
+            else:  # a map: any key, bare or quoted, as the format writes it
+                key = ir.choice(ir.Ref("tool_key"), ir.Ref("tool_string"))
+            extra_member = ir.seq(key, p.colon, self.as_rule(self.value(extra, where + ".additionalProperties")))
+        name = self.new_rule("object")
+        self.rules[name] = ir.seq(p.lbrace, self.members(name, members, extra_member), p.rbrace)
+        return ir.Ref(name)
+
+    def members(self, name: str, members: list, extra: ir.Expr | None) -> ir.Expr:
+        """An object's members in their fixed order, each optional one present or skipped.
+        `from_j`: the members from j on, the first of them being j or a later one (j may be
+        skipped when optional), as text that starts with that member's key. Each is one of:
+        member j alone (when nothing after it is required), or member j and a comma, optional
+        when j is, then `from_{j+1}`. Extra members may follow any member, or come first.
+
+        So each rule refers to the next one once (linear size), and no rule starts with a
+        comma: a printer may make a rule without special tokens one lexeme, and a lexeme `,b:1`
+        beside a lexeme `,` is a choice a greedy lexer (llguidance) makes too early."""
+        p = self.pieces
+        n = len(members)
+        extras = [ir.Repeat(ir.seq(p.comma, extra))] if extra is not None else []
+        later_required = [False] * (n + 1)
+        for j in range(n - 1, -1, -1):
+            later_required[j] = later_required[j + 1] or members[j][1]
+        names = [f"{name}_from{j}" for j in range(n)]
+        for j in range(n - 1, -1, -1):
+            _, is_required, member = members[j]
+            written = ir.seq(member, *extras)
+            if j + 1 == n:
+                self.rules[names[j]] = written
+                continue
+            then = ir.seq(written, p.comma)
+            go_on = ir.seq(then if is_required else ir.Repeat(then, 0, 1), ir.Ref(names[j + 1]))
+            if is_required and not later_required[j + 1]:
+                go_on = ir.seq(written, ir.Repeat(ir.seq(p.comma, ir.Ref(names[j + 1])), 0, 1))
+            self.rules[names[j]] = go_on if later_required[j + 1] or is_required else ir.choice(written, go_on)
+        options: list[ir.Expr] = [ir.Ref(names[0])] if n else []
+        if extra is not None:
+            after = ir.seq(p.comma, ir.Ref(names[0])) if n else None
+            options.append(ir.seq(extra, *extras, *([after if later_required[0] else ir.Repeat(after, 0, 1)] if after else [])))
+        if not options:
+            return ir.Seq(())
+        body = ir.choice(*options)
+        return body if later_required[0] else ir.Repeat(body, 0, 1)
+
+    def as_rule(self, expr: ir.Expr) -> ir.Expr:
+        """`expr` as a reference: a value after a key is a rule of its own, so that no piece of
+        an object (`,key:value`) is regular text a printer could make one lexeme."""
+        if isinstance(expr, ir.Ref):
+            return expr
+        name = self.new_rule("value")
+        self.rules[name] = expr
+        return ir.Ref(name)
+
+    def bare_key_except(self, declared: Sequence[str]) -> str:
+        """A rule for a bare key (KEY) that is none of `declared`: a trie of the declared keys,
+        where leaving the trie, or stopping on a node that is no declared key, is allowed. Each
+        node's rule takes what may follow its prefix, never empty (an empty rest is optional)."""
+        chars = self.pieces.key_chars
+        trie: dict = {}
+        for key in declared:
+            node = trie
+            for char in key:
+                node = node.setdefault(char, {})
+            node[None] = True
+        base = self.new_rule("key")
+        any_tail = ir.Repeat(ir.CharClass(_class_text(chars)))
+        pending = [(trie, base)]
+        while pending:
+            node, name = pending.pop()
+            children = sorted(c for c in node if c is not None)
+            options: list[ir.Expr] = []
+            others = chars - {ord(c) for c in children}
+            if others:
+                options.append(ir.seq(ir.CharClass(_class_text(others)), any_tail))
+            for char in children:
+                child = f"{name}_{ord(char):x}"
+                pending.append((node[char], child))
+                # after the child's character the key may stop unless that makes a declared key
+                options.append(ir.seq(ir.Literal(char), ir.Ref(child) if None in node[char] else ir.Repeat(ir.Ref(child), 0, 1)))
+            self.rules[name] = ir.choice(*options)
+        return base
+
+
+def argument_rules(tools: Sequence[Tool], *, order: str = "sorted") -> tuple[dict[str, ir.Expr], dict[str, str]]:
+    """The rules for every tool's arguments: (rules, {tool name: its arguments rule}). The shared
+    lexical rules (`tool_string`, `tool_key`, ...) are included."""
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {ORDERS}, not {order!r}")
+    pieces = _pieces()
+    rules: dict[str, ir.Expr] = dict(pieces.rules)
+    names = {}
+    name_pattern = re.compile(next(t for t in terminals() if t.name == "NAME").pattern.to_regexp())
+    for index, tool in enumerate(tools):
+        if not name_pattern.fullmatch(tool.name):
+            raise SchemaError(f"tool {tool.name!r}: the format cannot write this name (the grammar's NAME)")
+        names[tool.name] = _ToolCompiler(tool, index, order, rules, pieces).arguments()
+    return rules, names
+
+
+def tool_call_rules(tools: Sequence[Tool], choice: ToolChoice, *, order: str = "sorted") -> ir.Grammar:
+    """One call block `<|tool_call>call:NAME{...}<tool_call|>` of a declared tool (the named one
+    under a function `tool_choice`), its arguments following the tool's schema (see the module's
+    documentation for what that enforces). Start rule `tool_call`; every rule is named `tool_...`.
+
+    Raises `ValueError` when no call is possible (no tools, or `tool_choice` "none") and
+    `SchemaError` (a ValueError) for a schema no call can satisfy or that cannot be read."""
+    if choice.mode == "none":
+        raise ValueError("tool_choice 'none' allows no call block")
+    if choice.mode == "function":
+        tools = [tool for tool in tools if tool.name == choice.name]
+        if not tools:
+            raise ValueError(f"tool_choice names {choice.name!r}, which is not a declared tool")
+    if not tools:
+        raise ValueError("no tools declared: a call block needs at least one")
+    rules, arguments = argument_rules(tools, order=order)
+    calls = [ir.seq(ir.Literal(name), ir.Ref(rule)) for name, rule in arguments.items()]
+    rules["tool_call"] = ir.seq(ir.Special(_literal("TOOL_CALL_OPEN")), ir.Literal(_literal("CALL_KEYWORD")),
+                                ir.choice(*calls), ir.Special(_literal("TOOL_CALL_CLOSE")))
+    return ir.Grammar("tool_call", _reachable(rules, "tool_call"))
+
+
+def _reachable(rules: Mapping[str, ir.Expr], start: str) -> dict[str, ir.Expr]:
+    """The rules `start` uses, in a stable order (start first)."""
+    seen: dict[str, ir.Expr] = {}
+    stack = [start]
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen[name] = rules[name]
+        refs: list[str] = []
+        _refs(rules[name], refs)
+        stack.extend(reversed(refs))
+    return seen
+
+
+def _refs(expr: ir.Expr, out: list[str]) -> None:
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ir.Ref):
+            out.append(e.name)
+        elif isinstance(e, ir.Seq):
+            stack.extend(reversed(e.items))
+        elif isinstance(e, ir.Choice):
+            stack.extend(reversed(e.options))
+        elif isinstance(e, ir.Repeat):
+            stack.append(e.item)
+
+
+# --------------------------------------------------------------------------- not enforced ----
+
+def not_enforced(tools: Sequence[Tool]) -> list[str]:
+    """What the tools' schemas ask for that `tool_call_rules` leaves to validation, one line per
+    keyword and place: `"get_weather: parameters.properties.days.maximum"`. Empty when the rules
+    enforce everything."""
+    found: list[str] = []
+    for tool in tools:
+        if tool.parameters is not None:
+            _walk_unenforced(tool.name, tool.parameters, "parameters", found)
+    return found
+
+
+def _walk_unenforced(tool: str, schema: Any, where: str, found: list[str]) -> None:
+    stack = [(schema, where)]
+    while stack:
+        node, at = stack.pop()
+        if not isinstance(node, Mapping):
+            continue
+        for keywords in _UNENFORCED.values():
+            for keyword in keywords:
+                if keyword in node:
+                    found.append(f"{tool}: {at}.{keyword}")
+        if "oneOf" in node:
+            found.append(f"{tool}: {at}.oneOf (only one option matching: the rules take any)")
+        if isinstance(node.get("allOf"), list) and len(node["allOf"]) > 1:
+            found.append(f"{tool}: {at}.allOf[1:] (the rules enforce the first part only)")
+        for bound in ("minItems", "maxItems"):
+            value = node.get(bound)
+            if isinstance(value, int) and value > MAX_ENFORCED_ITEMS:
+                found.append(f"{tool}: {at}.{bound} (over {MAX_ENFORCED_ITEMS})")
+        for keyword in ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas"):
+            if isinstance(node.get(keyword), Mapping):
+                for key, sub in node[keyword].items():
+                    stack.append((sub, f"{at}.{keyword}.{key}"))
+        for keyword in ("items", "additionalProperties", "additionalItems", "not", "if", "then", "else", "contains"):
+            if isinstance(node.get(keyword), Mapping):
+                stack.append((node[keyword], f"{at}.{keyword}"))
+        for keyword in ("anyOf", "oneOf", "allOf", "prefixItems", "items"):
+            if isinstance(node.get(keyword), list):
+                for i, sub in enumerate(node[keyword]):
+                    stack.append((sub, f"{at}.{keyword}[{i}]"))
