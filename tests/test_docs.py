@@ -73,5 +73,6 @@ def test_docs_are_linked_from_the_readme():
     first = readme.splitlines()[:6]
     assert any("make demo" in line for line in first) and any("make test" in line for line in first)
     for page in ("docs/README.md", "docs/guide.md", "docs/streaming.md", "docs/leniency.md",
-                 "docs/official-template.md", "docs/security.md", "docs/omp-compatibility.md", "docs/spec/index.md"):
+                 "docs/official-template.md", "docs/security.md", "docs/omp-compatibility.md", "docs/spec/index.md",
+                 "docs/serving.md", "docs/schema.md", "docs/constrained-decoding.md"):
         assert page in readme, page
