@@ -42,3 +42,102 @@ def test_a_string_argument_past_max_block_chars_keeps_memory_bounded_and_stops_s
             pass
         else:
             raise AssertionError("complete JSON for a failed call")
+
+
+# --- the streaming invariants over hostile outputs, with and without declared tools -----------------
+import random  # noqa: E402
+
+from hypothesis import HealthCheck, example, given, settings, strategies as st  # noqa: E402
+
+from gemma4_incremental import parse_output  # noqa: E402
+from gemma4_incremental.openai import to_openai_message  # noqa: E402
+from gemma4_lark import fuzz, tokens  # noqa: E402
+from fuzz import strategies as hostile  # noqa: E402
+
+from stream_helpers import counter_ids  # noqa: E402
+
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {
+    "location": {"type": "string"}, "days": {"type": "integer"}}}}},
+    {"name": "f", "parameters": {"type": "object", "properties": {"a": {"type": "string"},
+                                                                  "b": {"type": "array", "items": {"type": "integer"}}}}}]
+OPTIONS = [{}, {"tools": TOOLS}, {"tools": TOOLS, "tool_choice": "required"}, {"tools": TOOLS, "tool_choice": "none"},
+           {"tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "f"}}},
+           {"start_in_thinking": True}, {"max_block_chars": 40}, {"max_block_chars": 60, "tools": TOOLS}, {"max_depth": 3}]
+_NAMED_CALLS = st.tuples(st.sampled_from(["get_weather", "f", "undeclared"]), st.dictionaries(
+    st.sampled_from(["location", "days", "a", "b", "zz"]), fuzz.values(), max_size=4)).map(lambda c: fuzz.canonical_call(*c))
+_ODD_BLOCKS = st.sampled_from([
+    '<|tool_call>call:get_weather{location:Paris,days:3}<tool_call|>', '<|tool_call>call:f{b:[1,2,x],a:1}<tool_call|>',
+    '<|tool_call>call:f{a:Tokyo<|"|>}<tool_call|>', '<|tool_call>call:f{a:1.}<tool_call|>',
+    '<|tool_call>call:f{a:<|"|>cut', '<|tool_call>call:f{a:1,a:2}<tool_call|>', "<turn|>", '<|"|>', "<channel|>"])
+OUTPUTS = st.lists(st.one_of(_NAMED_CALLS, _ODD_BLOCKS, hostile.splice(), fuzz.canonical_streams()),
+                   min_size=1, max_size=5).map("".join)
+
+
+def _chunkings(text, rnd):
+    yield [text[i:i + 1] for i in range(len(text))]
+    yield [text[i:i + 4] for i in range(0, len(text), 4)]
+    cuts = sorted({rnd.randrange(len(text) + 1) for _ in range(rnd.randrange(1, 12))})
+    yield [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]
+    marks = sorted(set(tokens.CONTROL_TOKENS), key=len, reverse=True)  # token-like: markers whole
+    pieces, i = [], 0
+    while i < len(text):
+        mark = next((m for m in marks if text.startswith(m, i)), None)
+        step = len(mark) if mark else rnd.randrange(1, 5)
+        pieces.append(text[i:i + step])
+        i += step
+    yield pieces
+
+
+def _is_json(text):
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _check_invariants(text, pieces, stream_arguments, options):
+    stream = OpenAIStream(StreamParser(id_factory=counter_ids(), **options), stream_arguments=stream_arguments)
+    calls, finish, content = {}, None, ""
+    for piece in pieces + [None]:
+        for chunk in stream.feed(piece) if piece is not None else stream.flush():
+            choice = chunk["choices"][0]
+            assert finish is None
+            finish = choice["finish_reason"]
+            content += choice["delta"].get("content") or ""
+            for delta in choice["delta"].get("tool_calls", ()):
+                if delta["index"] not in calls:
+                    assert delta["index"] == len(calls) and delta["function"]["name"]  # no gap; a header first
+                    calls[delta["index"]] = {"sent": "", "void": False, "history": []}
+                call = calls[delta["index"]]
+                assert not call["void"]  # nothing after the delta that voids it
+                call["sent"] += delta["function"]["arguments"]
+                call["void"] = "error" in delta
+        for call in calls.values():
+            call["history"].append(call["sent"])
+    want = to_openai_message(parse_output(text, id_factory=counter_ids(), **options))
+    live = [c for c in calls.values() if not c["void"]]
+    assert [c["sent"] for c in live] == [c["function"]["arguments"] for c in want.get("tool_calls", ())]
+    for call, wanted in zip(live, want.get("tool_calls", ())):
+        final = wanted["function"]["arguments"]
+        assert all(final.startswith(sent) and (sent == final or not _is_json(sent)) for sent in call["history"])
+    assert not any(_is_json(sent) for c in calls.values() if c["void"] for sent in c["history"])
+    assert finish == ("tool_calls" if live else "stop")
+    assert content == (want["content"] or "")
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@example('Hi<|tool_call>call:f{a:1,a:2}<tool_call|><|tool_call>call:g{x:<|"|>cut', {}, True, random.Random(0))
+@example('<|tool_call>call:f{a:Tokyo<|"|>}<tool_call|><|tool_call>call:f{a:1.}<tool_call|>', {"tools": TOOLS}, True,
+         random.Random(1))
+@example('<|tool_call>call:f{a:<|"|>' + "x" * 100 + '<|"|>}<tool_call|>', {"max_block_chars": 60}, True, random.Random(2))
+@given(st.one_of(OUTPUTS, OUTPUTS.flatmap(lambda t: hostile.attacked(t, 3)), hostile.hostile_streams()),
+       st.sampled_from(OPTIONS), st.booleans(), st.randoms(use_true_random=False))
+def test_streaming_invariants_hold_for_hostile_outputs_under_every_chunking(text, options, stream_arguments, rnd):
+    """Each call's fragments concatenate to its final JSON and are a prefix of it at every step,
+    never complete JSON early or for a call that failed; indexes without gaps; finish_reason
+    "tool_calls" only when a call went out complete; content as in the whole-output message."""
+    if len(text) > 20_000:
+        return
+    for pieces in _chunkings(text, rnd):
+        _check_invariants(text, pieces, stream_arguments, options)
