@@ -34,6 +34,9 @@ from .pieces import COMPACT_EVERY, Pieces
 
 __all__ = ["OpenAIStream", "to_openai_message", "tool_call_error_entry"]
 
+# The keys a chunk's delta has of its own (OpenAI's and this module's): no place for thoughts.
+_DELTA_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_errors", "refusal", "function_call"})
+
 
 def tool_call_error_entry(error: ToolCallError, position: int) -> dict[str, Any]:
     """The `tool_call_errors` entry of a failed block; `position` is its place among the failed
@@ -67,7 +70,9 @@ class OpenAIStream:
     arguments while they are written (True) or whole once the call is decoded (False); see the
     module's docstring and docs/serving.md for what each sends of a failed block. Thoughts go in
     `delta[reasoning_field]` ("reasoning_content" as vLLM, SGLang and DeepSeek send them;
-    "reasoning" as others do).
+    "reasoning" as others do). Raises TypeError for a parser that is not a StreamParser or a
+    reasoning_field that is not a str, ValueError for one that is empty or a delta's own key
+    (`role`, `content`, `tool_calls`...).
 
     With `stream_arguments`, a delta that is all content of a call's string argument goes out
     without going through `parser` at once: the parser gets it with the next delta that may
@@ -78,6 +83,13 @@ class OpenAIStream:
                  model: str = "gemma-4", completion_id: str | None = None, created: int | None = None):
         if not isinstance(parser, StreamParser):
             raise TypeError(f"parser must be a StreamParser, not {type(parser).__name__}")
+        if not isinstance(reasoning_field, str):
+            raise TypeError(f"reasoning_field must be a str, not {type(reasoning_field).__name__}")
+        if not reasoning_field or reasoning_field in _DELTA_KEYS:
+            # thoughts under `role` or `tool_calls` would break every client; under `content` they
+            # would merge into the answer
+            raise ValueError(f"reasoning_field must name a field of its own, not {reasoning_field!r}"
+                             " (\"reasoning_content\" or \"reasoning\")")
         self.parser = parser
         self.stream_arguments = stream_arguments
         self.reasoning_field = reasoning_field

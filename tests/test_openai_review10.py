@@ -3,6 +3,8 @@
 import json
 import tracemalloc
 
+import pytest
+
 from gemma4_incremental import StreamParser
 from gemma4_incremental.openai import OpenAIStream
 
@@ -141,3 +143,20 @@ def test_streaming_invariants_hold_for_hostile_outputs_under_every_chunking(text
         return
     for pieces in _chunkings(text, rnd):
         _check_invariants(text, pieces, stream_arguments, options)
+
+
+@pytest.mark.parametrize("field, error", [
+    ("role", ValueError), ("content", ValueError), ("tool_calls", ValueError), ("tool_call_errors", ValueError),
+    ("", ValueError), (None, TypeError), (3, TypeError)])
+def test_a_reasoning_field_that_is_a_deltas_own_key_is_refused(field, error):
+    # Thoughts were written under it: `role: "<thought>"`, `tool_calls: "<thought>"` (which breaks
+    # every client), or merged into `content`.
+    with pytest.raises(error, match="reasoning_field"):
+        OpenAIStream(StreamParser(), reasoning_field=field)
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning", "thinking"])
+def test_reasoning_fields_of_their_own_carry_the_thought(field):
+    stream = OpenAIStream(StreamParser(), reasoning_field=field)
+    deltas = [c["choices"][0]["delta"] for c in stream.feed("<|channel>thought\nhm<channel|>ok") + stream.flush()]
+    assert "".join(d.get(field, "") for d in deltas) == "hm" and deltas[0]["role"] == "assistant"
