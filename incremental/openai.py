@@ -34,6 +34,9 @@ from .pieces import COMPACT_EVERY, Pieces
 
 __all__ = ["OpenAIStream", "to_openai_message", "tool_call_error_entry"]
 
+# The keys a chunk's delta has of its own (OpenAI's and this module's): no place for thoughts.
+_DELTA_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_errors", "refusal", "function_call"})
+
 
 def tool_call_error_entry(error: ToolCallError, position: int) -> dict[str, Any]:
     """The `tool_call_errors` entry of a failed block; `position` is its place among the failed
@@ -67,7 +70,9 @@ class OpenAIStream:
     arguments while they are written (True) or whole once the call is decoded (False); see the
     module's docstring and docs/serving.md for what each sends of a failed block. Thoughts go in
     `delta[reasoning_field]` ("reasoning_content" as vLLM, SGLang and DeepSeek send them;
-    "reasoning" as others do).
+    "reasoning" as others do). Raises TypeError for a parser that is not a StreamParser or a
+    reasoning_field that is not a str, ValueError for one that is empty or a delta's own key
+    (`role`, `content`, `tool_calls`...).
 
     With `stream_arguments`, a delta that is all content of a call's string argument goes out
     without going through `parser` at once: the parser gets it with the next delta that may
@@ -78,6 +83,13 @@ class OpenAIStream:
                  model: str = "gemma-4", completion_id: str | None = None, created: int | None = None):
         if not isinstance(parser, StreamParser):
             raise TypeError(f"parser must be a StreamParser, not {type(parser).__name__}")
+        if not isinstance(reasoning_field, str):
+            raise TypeError(f"reasoning_field must be a str, not {type(reasoning_field).__name__}")
+        if not reasoning_field or reasoning_field in _DELTA_KEYS:
+            # thoughts under `role` or `tool_calls` would break every client; under `content` they
+            # would merge into the answer
+            raise ValueError(f"reasoning_field must name a field of its own, not {reasoning_field!r}"
+                             " (\"reasoning_content\" or \"reasoning\")")
         self.parser = parser
         self.stream_arguments = stream_arguments
         self.reasoning_field = reasoning_field
@@ -97,6 +109,10 @@ class OpenAIStream:
         self._open: ArgumentStream | None = None
         self._open_id = ""
         self._open_index = 0
+        # the stream offset where the open call's block outgrows the parser's max_block_chars: the
+        # block fails there, so its arguments stream no further (nor are held back: memory stays
+        # bounded as the parser's does)
+        self._open_limit = 0
         # the open call's string content not yet given to the parser (None whenever no call is open:
         # the delta that ends a call brings events, so went to the parser with what it held)
         self._held: Pieces | None = None
@@ -139,7 +155,7 @@ class OpenAIStream:
                         "finish_reason": None, "logprobs": None}]
                     return [chunk]
             return self._chunks(events, delta_text, start)
-        if type(delta_text) is str:
+        if type(delta_text) is str and self._fed + len(delta_text) <= self._open_limit:
             fragment = arguments.feed_content(delta_text)
             if fragment is not None:
                 # The common case while a call is written: the delta is all content of one of its
@@ -165,7 +181,7 @@ class OpenAIStream:
         self._fed = start + len(delta_text)
         if not events:
             # more of the call's block (a delta that ends the block brings the block's end event)
-            fragment = arguments.feed(delta_text)
+            fragment = self._feed_arguments(delta_text, start)
             if not fragment:
                 return []
             return [self._chunk({"tool_calls": [{"index": self._open_index, "function": {"arguments": fragment}}]},
@@ -268,7 +284,7 @@ class OpenAIStream:
     def _stream_open_call(self, deltas: list, events: list[Event], delta_text: str, start: int) -> None:
         end = self._block_end(self._open_id, events)
         if end > start:
-            self._add_fragment(deltas, self._open.feed(delta_text[:end - start]))
+            self._add_fragment(deltas, self._feed_arguments(delta_text[:end - start], start))
 
     def _start_call(self, deltas: list, event: ToolCallStart, events: list[Event], delta_text: str,
                     start: int) -> None:
@@ -281,12 +297,23 @@ class OpenAIStream:
                                                 typed=self.parser._types_arguments(event.name))
         self._open_id = event.id
         self._open_index = index
+        self._open_limit = event.span[0] + self.parser.max_block_chars
         brace = event.span[1] - 1
         if brace < start:  # (cannot happen, see above) the arguments go out whole at the end
             arguments.stop()
             return
         end = self._block_end(event.id, events)
-        self._add_fragment(deltas, arguments.feed(delta_text[brace - start:end - start]))
+        self._add_fragment(deltas, self._feed_arguments(delta_text[brace - start:end - start], brace))
+
+    def _feed_arguments(self, text: str, start: int) -> str:
+        """The open call's fragment for its block's `text` (from stream offset `start`), none past
+        `max_block_chars`: the block fails there."""
+        over = start + len(text) - self._open_limit
+        if over <= 0:
+            return self._open.feed(text)
+        fragment = self._open.feed(text[:-over]) if over < len(text) else ""
+        self._open.stop()
+        return fragment
 
     def _add_fragment(self, deltas: list, fragment: str) -> None:
         if fragment:

@@ -220,6 +220,13 @@ def activate(cache: Path) -> StubFinder:
                 setattr(sys.modules[parent], name, module)
     finder = StubFinder(stubs, aliases, versions)
     sys.meta_path.append(finder)
+    for name in sorted(stubs):
+        # A folder of a stubbed name on sys.path (integration/xgrammar/, on it since conftest.py put
+        # integration/ there) is a namespace package that the path finder, first, would import in
+        # place of the stub: the stub goes in sys.modules before it can.
+        spec = importlib.machinery.PathFinder.find_spec(name)
+        if name not in sys.modules and spec is not None and spec.origin is None:
+            sys.modules[name] = finder.create_module(importlib.machinery.ModuleSpec(name, finder, is_package=True))
     return finder
 
 

@@ -293,3 +293,19 @@ def test_sglang_whole_output_registration_and_null(adapters):
     assert detector.has_tool_call(text) and not detector.has_tool_call("call:f{}")
     assert detector.structure_info()("f").begin == "<|tool_call>call:f{"
     assert detector.supports_structural_tag() is False
+
+
+@pytest.mark.parametrize("request_fields, field", [
+    (dict(tools=[{"type": "function", "function": {"name": "f"}}], tool_choice={"type": "function", "function": {"name": "g"}}),
+     "tool_choice"),
+    (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}}}], tool_choice="auto"), "tools"),
+])
+def test_vllm_refuses_a_malformed_request_before_generating(adapters, request_fields, field):
+    # (review10) it was refused only at the first delta, mid-stream, after the response had begun
+    vllm, _ = adapters
+    from gemma4_lark.tools import ShapeError
+    tp = vllm.Gemma4LarkToolParser(TOKENIZER)
+    with pytest.raises(ShapeError, match=field):
+        tp.adjust_request(Fields(skip_special_tokens=True, **request_fields))
+    assert tp.adjust_request(Fields(skip_special_tokens=True, tools=None, tool_choice=None)).skip_special_tokens is False

@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from gemma4_lark import tokens
 from gemma4_lark.events import ThinkingDelta, ThinkingEnd, ThinkingStart
+from gemma4_lark.schema.registry import compile_tools
 from gemma4_lark.tools import read_tool_choice, read_tools
 from ..openai import OpenAIStream, to_openai_message
 from ..output import parse_output
@@ -48,14 +49,16 @@ def stream_parser_options(tools: Any = None, tool_choice: Any = None) -> dict[st
     """The `StreamParser` options for a request: the one place a request's `tools` and
     `tool_choice` (as the framework holds them: pydantic models or dicts) become parser options.
 
-    Both are read (and checked) with `gemma4_lark.tools`, so a malformed request is a
-    `ShapeError` naming its field here, at the start of the response. Declared tools make the
+    Both are read (and checked) with `gemma4_lark.tools`, and the tools' schemas compiled, so a
+    malformed request is a `ShapeError` naming its field here, at the start of the response
+    (vLLM's tool parser asks in `adjust_request`, before generating). Declared tools make the
     parser decode against them (docs/schema.md: an undeclared name is never a call, scalars are
     typed by the schema); a request without tools leaves decoding as it is.
     """
     declared = plain(tools) if tools else None
     choice = plain(tool_choice)
     read_tool_choice(choice, read_tools(declared))
+    compile_tools(declared)  # an invalid schema too (cached by content: the parser's is a hit)
     options: dict[str, Any] = {}
     if declared:
         options["tools"] = declared

@@ -105,6 +105,10 @@ class Gemma4LarkToolParser(_StrippedCheck, ToolParser):
         return options
 
     def adjust_request(self, request: Any) -> Any:
+        # A malformed `tools` or `tool_choice` (a ShapeError, so a ValueError: vLLM answers the
+        # request with an error) is refused here, before generation, not at the first delta of a
+        # stream the client has already been told succeeded.
+        self._options(request)
         return _keep_special_tokens(super().adjust_request(request))
 
     def get_remaining_unstreamed_args(self) -> str:
