@@ -145,11 +145,23 @@ class _Lexemes:
         self.siblings: set[frozenset] = set()
         rules = [n for n in reachable(grammar) if n not in folded]
         components = _components({n: [r for r in refs(grammar.rules[n]) if r not in folded] for n in rules})
+        # each pass in the order of the components (callees first, or callers first), iterated
+        # inside a cycle: linear in the grammar however long its chains of rules, no recursion
         for component in components:
             for _ in range(len(component) + 1):  # a fixpoint inside a cycle: its size bounds it
                 for name in component:
                     self.first[name] = self.first_of(grammar.rules[name])
-        # what may follow each rule: (lexeme, the lexemes after it) pairs, callers before callees
+        # the lexemes that may follow each rule, callers before callees
+        follow_units: dict[str, frozenset] = {n: frozenset() for n in rules}
+        for component in reversed(components):
+            for _ in range(len(component) + 1):
+                for name in component:
+                    self._follow_units(grammar.rules[name], follow_units[name], follow_units)
+        for component in components:
+            for _ in range(len(component) + 1):
+                for name in component:
+                    self.rule_starts[name] = self.starts(grammar.rules[name], follow_units[name])
+        # the same with what follows each of those lexemes: (lexeme, lexemes after it) pairs
         self.follow: dict[str, frozenset] = {n: frozenset() for n in rules}
         for component in reversed(components):
             for _ in range(len(component) + 1):
@@ -205,11 +217,7 @@ class _Lexemes:
         if isinstance(e, Ref):
             if e.name in self.folded:
                 return frozenset({(("term", e.name), after)})
-            if e.name not in self.rule_starts:
-                self.rule_starts[e.name] = frozenset()  # (a cycle through its first lexemes)
-                self.rule_starts[e.name] = self.starts(self.grammar.rules[e.name],
-                                                       frozenset(u for u, _ in self.follow[e.name]))
-            return self.rule_starts[e.name]
+            return self.rule_starts.get(e.name, frozenset())
         if isinstance(e, Seq):
             out: set = set()
             for i, item in enumerate(e.items):
@@ -225,6 +233,24 @@ class _Lexemes:
             again = self.first_of(e.item)[0] if e.max is None or e.max > 1 else frozenset()
             return self.starts(e.item, after | again)
         raise TypeError(f"not an IR expression: {e!r}")
+
+    def _follow_units(self, e: Expr, then: frozenset, follow: dict) -> None:
+        """Add what may follow each rule `e` refers to, when `then` follows `e`."""
+        if isinstance(e, Ref):
+            if e.name not in self.folded:
+                follow[e.name] = follow[e.name] | then
+        elif isinstance(e, Seq):
+            rest = then
+            for item in reversed(e.items):
+                self._follow_units(item, rest, follow)
+                first, empty = self.first_of(item)
+                rest = first | rest if empty else first
+        elif isinstance(e, Choice):
+            for option in e.options:
+                self._follow_units(option, then, follow)
+        elif isinstance(e, Repeat) and not _inline(e):
+            again = self.first_of(e.item)[0] if e.max is None or e.max > 1 else frozenset()
+            self._follow_units(e.item, then | again, follow)
 
     def _after(self, items, after: frozenset) -> frozenset:
         out: set = set()

@@ -52,6 +52,11 @@ ORDERS = ("sorted", "declared")
 # validation (a bound of a thousand would be a thousand copies in some engines).
 MAX_ENFORCED_ITEMS = 16
 
+# How deeply schemas may nest (arrays in arrays, objects in objects, anyOf in anyOf): deeper
+# ones are refused with a SchemaError rather than compiled (no tool needs more, and each level
+# costs stack in every engine's compiler as well as here).
+MAX_SCHEMA_DEPTH = 64
+
 # The keywords each kind of schema may carry that the rules do not enforce (validation does).
 _UNENFORCED = {
     "string": ("pattern", "minLength", "maxLength", "format", "contentEncoding", "contentMediaType"),
@@ -175,6 +180,7 @@ class _ToolCompiler:
         self.rules = rules
         self.pieces = pieces
         self.count = 0
+        self.depth = 0
         self.refs: dict[str, str] = {}  # $ref -> rule name
 
     def error(self, where: str, message: str) -> SchemaError:
@@ -203,6 +209,15 @@ class _ToolCompiler:
 
     # --- any schema -------------------------------------------------------------------------
     def value(self, schema: Any, where: str) -> ir.Expr:
+        if self.depth >= MAX_SCHEMA_DEPTH:
+            raise self.error(where, f"the schema nests more than {MAX_SCHEMA_DEPTH} levels deep")
+        self.depth += 1
+        try:
+            return self._value(schema, where)
+        finally:
+            self.depth -= 1
+
+    def _value(self, schema: Any, where: str) -> ir.Expr:
         if schema is True or schema == {}:
             return ir.Ref("tool_any")
         if schema is False:
