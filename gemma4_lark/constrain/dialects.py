@@ -340,8 +340,9 @@ class _Automata:
         self.grammar = grammar
         self.trees: dict[str, tuple] = {}
         self.firsts: dict[str, tuple] = {}
-        self.dfas: dict[_Unit, tuple] = {}
-        self._alphabet = None
+        self.dfas: dict[tuple, tuple] = {}
+        self.alphabets: dict[frozenset, object] = {}
+        self.unit_classes: dict[_Unit, frozenset] = {}
 
     def tree(self, e: Expr) -> tuple:
         from . import regular
@@ -361,22 +362,32 @@ class _Automata:
             return ("rep", self.tree(e.item), e.min, e.max, False)
         raise ValueError("a special token is not text")
 
-    def alphabet(self):
-        """One alphabet for every lexeme of the grammar, so that each automaton is built once."""
-        if self._alphabet is None:
-            from . import regular
-            classes = {class_ranges(e.chars) for e in _leaves(self.grammar) if isinstance(e, CharClass)}
-            chars = {ord(c) for e in _leaves(self.grammar) if isinstance(e, Literal) for c in e.text}
-            self._alphabet = regular.Alphabet([*classes, *(((c, c),) for c in chars)])
-        return self._alphabet
+    def classes(self, unit: _Unit) -> frozenset:
+        """The character classes of `unit`'s automaton (its alphabet's cuts)."""
+        if unit not in self.unit_classes:
+            found, stack = set(), [self.unit_tree(unit)]
+            while stack:
+                t = stack.pop()
+                if t[0] == "set":
+                    found.add(t[1])
+                elif t[0] in ("cat", "alt"):
+                    stack.extend(t[1])
+                elif t[0] == "rep":
+                    stack.append(t[1])
+            self.unit_classes[unit] = frozenset(found)
+        return self.unit_classes[unit]
 
-    def dfa(self, unit: _Unit):
-        """`unit`'s automaton over `alphabet()`, and its live states."""
-        if unit not in self.dfas:
+    def dfa(self, unit: _Unit, classes: frozenset):
+        """`unit`'s automaton over the alphabet that `classes` cut, and its live states: built
+        once per alphabet (the units checked against one lexeme mostly share one)."""
+        key = (unit, classes)
+        if key not in self.dfas:
             from . import regular
-            d = regular.to_dfa(self.unit_tree(unit), self.alphabet())
-            self.dfas[unit] = (d, d.live())
-        return self.dfas[unit]
+            if classes not in self.alphabets:
+                self.alphabets[classes] = regular.Alphabet(classes)
+            d = regular.to_dfa(self.unit_tree(unit), self.alphabets[classes])
+            self.dfas[key] = (d, d.live())
+        return self.dfas[key]
 
     def unit_tree(self, unit: _Unit) -> tuple:
         kind, value = unit
@@ -426,6 +437,46 @@ class _Automata:
             return first, empty or e.min == 0
         return (), False  # a special token: no text
 
+    def reach(self, e: Expr, text: str, at: frozenset) -> frozenset:
+        """How far into `text` a string of `e` can get from each position of `at`; len(text)
+        once `text` is all read (what comes after it does not matter)."""
+        end = len(text)
+        if not at:
+            return at
+        if isinstance(e, Literal):
+            out = set()
+            for p in at:
+                if p == end or text.startswith(e.text, p):
+                    out.add(min(end, p + len(e.text)) if p != end else end)
+                elif e.text.startswith(text[p:]):
+                    out.add(end)
+            return frozenset(out)
+        if isinstance(e, CharClass):
+            ranges = class_ranges(e.chars)
+            return frozenset(end if p == end else p + 1 for p in at
+                             if p == end or any(lo <= ord(text[p]) <= hi for lo, hi in ranges))
+        if isinstance(e, Ref):
+            return self.reach(self.grammar.rules[e.name], text, at)
+        if isinstance(e, Seq):
+            for item in e.items:
+                at = self.reach(item, text, at)
+            return at
+        if isinstance(e, Choice):
+            return frozenset().union(*(self.reach(o, text, at) for o in e.options))
+        if isinstance(e, Repeat):
+            out = set(at) if e.min == 0 else set()
+            current, count = at, 0
+            while current and (e.max is None or count < e.max) and count <= end + e.min:
+                current = self.reach(e.item, text, current)
+                count += 1
+                if count >= e.min:
+                    new = current - out
+                    out |= current
+                    if not new and count > e.min:
+                        break
+            return frozenset(out)
+        return frozenset()  # a special token: no text
+
     def runs_past(self, a: _Unit, b: _Unit, followers: frozenset) -> bool:
         """Whether the greedy lexer, offered `a` and `b` at one point, can take a text of `a`
         and the start of what follows it (a lexeme of `followers`) for the start of `b`, and
@@ -435,11 +486,14 @@ class _Automata:
         from . import regular
         if a[0] == "sp" or b[0] == "sp":
             return False
+        if a[0] == "lit" and b[0] == "term" and len(a[1]) not in self.reach(Ref(b[1]), a[1], frozenset({0})):
+            return False  # no text of `b` starts with the literal: cheap to tell, no automaton
         for n in followers:
             if n[0] == "sp":
                 continue
-            (da, live_a), (db, live_b), (dn, live_n) = (self.dfa(u) for u in (a, b, n))
-            atoms = range(len(self.alphabet().atoms))
+            classes = self.classes(a) | self.classes(b) | self.classes(n)
+            (da, live_a), (db, live_b), (dn, live_n) = (self.dfa(u, classes) for u in (a, b, n))
+            atoms = range(len(self.alphabets[classes].atoms))
             # phase 1: `a` and `b` side by side until `a` is complete
             seen = {(da.start, db.start)}
             stack = [(da.start, db.start)]
@@ -476,20 +530,6 @@ class _Automata:
                         seen2.add(pair)
                         stack2.append(pair)
         return False
-
-
-def _leaves(grammar: Grammar):
-    stack = list(grammar.rules.values())
-    while stack:
-        e = stack.pop()
-        if isinstance(e, Seq):
-            stack.extend(e.items)
-        elif isinstance(e, Choice):
-            stack.extend(e.options)
-        elif isinstance(e, Repeat):
-            stack.append(e.item)
-        else:
-            yield e
 
 
 def greedy_safe(grammar: Grammar, regular: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
