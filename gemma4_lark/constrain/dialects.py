@@ -16,11 +16,12 @@ All printers write the same language; only lexing hints and spellings differ.
 
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 from .ir import (
     CharClass, Choice, Expr, Grammar, Literal, Ref, Repeat, Seq, Special, class_ranges, class_text,
-    escape_code_point, merge_ranges,
+    complement_ranges, escape_code_point, merge_ranges,
 )
 
 
@@ -566,9 +567,9 @@ def _overlap(a: tuple, b: tuple) -> bool:
 
 
 # --- shared spelling --------------------------------------------------------------------------------
-def quote(text: str, *, control: Callable[[int], str] | None = None) -> str:
+def quote(text: str) -> str:
     """A double-quoted literal every dialect reads alike: `\\"`, `\\\\`, `\\n`, `\\r`, `\\t`, and
-    `\\xNN` (or `control(c)`) for other control characters; everything else as itself."""
+    `\\xNN` for other control characters; everything else as itself."""
     out = []
     for ch in text:
         if ch in '"\\':
@@ -576,7 +577,7 @@ def quote(text: str, *, control: Callable[[int], str] | None = None) -> str:
         elif ch in "\n\r\t":
             out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}[ch])
         elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(control(ord(ch)) if control else f"\\x{ord(ch):02x}")
+            out.append(f"\\x{ord(ch):02x}")
         else:
             out.append(ch)
     return '"' + "".join(out) + '"'
@@ -738,32 +739,47 @@ def _bnf_name(name: str) -> str:
     return name + "-rule" if name in _BNF_RESERVED else name
 
 
-def _gbnf_escape(c: int) -> str:
-    return f"\\x{c:02x}"  # GBNF (llama.cpp, llguidance's reader) takes exactly two hex digits
-
-
-def _xgrammar_escape(c: int) -> str:
-    # xgrammar (0.2.9) reads every hex digit after `\\x`: `[\\x2d0-9]` would be U+2D0 to `9`, a
-    # reversed range it refuses. `\\u` takes exactly four, so a following digit stays a digit.
-    return f"\\u{c:04x}"
-
-
-def _bnf_char(c: int, escape: Callable[[int], str] = _gbnf_escape) -> str:
-    """One character in a GBNF class: `-`, `]`, `^` and the other punctuation as an escape
-    (GBNF has no backslash escape for most of them), letters, digits and the rest as themselves."""
+def _bnf_char(c: int) -> str:
+    """One character in a GBNF class: `-`, `]`, `^` and the other punctuation as `\\xNN` (GBNF
+    has no backslash escape for most of them), letters, digits and the rest as themselves."""
     ch = chr(c)
     if ch.isascii() and not (ch.isalnum() or ch in " _"):
-        return escape(c)
+        return f"\\x{c:02x}"
     if 0xD800 <= c <= 0xDFFF or c > 0xFFFF:
         return escape_code_point(c)
     return ch
 
 
-def _bnf_class(chars: str, escape: Callable[[int], str] = _gbnf_escape) -> str:
-    return "[" + class_text(class_ranges(chars), item=lambda c: _bnf_char(c, escape)) + "]"
+def _bnf_class(chars: str) -> str:
+    return "[" + class_text(class_ranges(chars), item=_bnf_char) + "]"
 
 
-def _bnf(grammar: Grammar, special: Callable[[str], str], escape: Callable[[int], str] = _gbnf_escape) -> str:
+# xgrammar (0.2.9) reads every hex digit after `\x`: `[\x2d\x2e0-9]` is `-`, then U+2E0 to `9`,
+# a reversed range it refuses. GBNF readers (llama.cpp, llguidance's) take two digits and some
+# mangle `\u`. So the xgrammar export puts a class's escaped characters after the ones written
+# as themselves, where no hex digit follows them, and writes `\u00NN` where one still would.
+_HEX_ESCAPE_BEFORE_HEX = re.compile(r"(\\\\)|\\x([0-9a-f]{2})(?=[0-9A-Fa-f])")
+
+
+def _xgrammar_escapes(text: str) -> str:
+    return _HEX_ESCAPE_BEFORE_HEX.sub(lambda m: m.group(1) or "\\u00" + m.group(2), text)
+
+
+def _xgrammar_class(chars: str) -> str:
+    ranges = class_ranges(chars)
+    negated = class_text(ranges, item=_bnf_char).startswith("^")  # a literal `^` is escaped
+    spans = complement_ranges(ranges) if negated else merge_ranges(ranges)
+
+    def plain(c: int) -> bool:
+        return not _bnf_char(c).startswith("\\")
+
+    spans = sorted(spans, key=lambda r: (not plain(r[0]), not plain(r[1]), r))
+    body = "".join(_bnf_char(lo) if lo == hi else _bnf_char(lo) + ("" if hi == lo + 1 else "-") + _bnf_char(hi)
+                   for lo, hi in spans)
+    return "[" + _xgrammar_escapes(("^" if negated else "") + body) + "]"
+
+
+def _bnf(grammar: Grammar, special: Callable[[str], str], *, xgrammar: bool = False) -> str:
     names = {n: _bnf_name(n) for n in grammar.rules}
     names[grammar.start] = "root"
     if len(set(names.values())) != len(names):
@@ -771,11 +787,11 @@ def _bnf(grammar: Grammar, special: Callable[[str], str], escape: Callable[[int]
 
     def expr(e: Expr) -> str:
         if isinstance(e, Literal):
-            return quote(e.text, control=escape)
+            return _xgrammar_escapes(quote(e.text)) if xgrammar else quote(e.text)
         if isinstance(e, Special):
             return special(e.token)
         if isinstance(e, CharClass):
-            return _bnf_class(e.chars, escape)
+            return _xgrammar_class(e.chars) if xgrammar else _bnf_class(e.chars)
         if isinstance(e, Ref):
             return names[e.name]
         if isinstance(e, Seq):
@@ -804,7 +820,7 @@ def to_gbnf(grammar: Grammar) -> str:
 
 
 def to_xgrammar(grammar: Grammar) -> str:
-    return _bnf(grammar, lambda token: quote(token, control=_xgrammar_escape), _xgrammar_escape)
+    return _bnf(grammar, lambda token: _xgrammar_escapes(quote(token)), xgrammar=True)
 
 
 PRINTERS: dict[str, Callable[[Grammar], str]] = {
