@@ -516,16 +516,10 @@ def cmd_grammar(args) -> int:
 
     tools = None
     if args.tools is not None:
-        try:
-            tools = json.loads(read_text(args.tools))
-        except json.JSONDecodeError as err:
-            raise CommandError(f"{display_name(args.tools)}: not JSON: {err}", code=1) from None
+        tools = load_json(read_text(args.tools), display_name(args.tools), "the tool list")
     tool_choice = args.tool_choice
     if tool_choice.startswith("{"):
-        try:
-            tool_choice = json.loads(tool_choice)
-        except json.JSONDecodeError as err:
-            raise CommandError(f"--tool-choice: not JSON: {err}") from None
+        tool_choice = load_json(tool_choice, "--tool-choice", "the tool choice")
     elif tool_choice not in ("auto", "none", "required"):
         tool_choice = {"type": "function", "function": {"name": tool_choice}}
     try:

@@ -16,11 +16,12 @@ All printers write the same language; only lexing hints and spellings differ.
 
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 from .ir import (
     CharClass, Choice, Expr, Grammar, Literal, Ref, Repeat, Seq, Special, class_ranges, class_text,
-    escape_code_point,
+    complement_ranges, escape_code_point, merge_ranges,
 )
 
 
@@ -48,24 +49,54 @@ def _has_special(expr: Expr) -> bool:
 
 def regular_rules(grammar: Grammar) -> frozenset[str]:
     """The rules whose language a regular expression can write: no special token, and no rule on
-    any path of references from them refers back to itself (nor to a rule that is not regular)."""
+    any path of references from them refers back to itself (nor to a rule that is not regular).
+
+    Linear in the size of the grammar: the strongly connected components of the references
+    (Tarjan's, iterative), each verdict found once. A rule in a cycle is not regular; a rule
+    outside one is regular when its body has no special token and every rule it refers to is."""
     missing = [n for body in grammar.rules.values() for n in refs(body) if n not in grammar.rules]
     if missing:
         raise ValueError(f"rule {missing[0]!r} is referred to but not defined")
+    edges = {name: list(dict.fromkeys(refs(body))) for name, body in grammar.rules.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
     verdict: dict[str, bool] = {}
-
-    def regular(name: str, path: tuple[str, ...]) -> bool:
-        if name in verdict:
-            return verdict[name]
-        if name in path:
-            return False
-        body = grammar.rules[name]
-        ok = not _has_special(body) and all(regular(n, path + (name,)) for n in refs(body))
-        if not ok or not path:  # a verdict reached inside a cycle's walk may depend on the path
-            verdict[name] = ok
-        return ok
-
-    return frozenset(name for name in grammar.rules if regular(name, ()))
+    for root in grammar.rules:
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            name, i = work.pop()
+            if i == 0:
+                index[name] = low[name] = len(index)
+                stack.append(name)
+                on_stack.add(name)
+            if i < len(edges[name]):
+                work.append((name, i + 1))
+                target = edges[name][i]
+                if target not in index:
+                    work.append((target, 0))
+                elif target in on_stack:
+                    low[name] = min(low[name], index[target])
+                continue
+            for target in edges[name]:  # the children walked from here are done: take their low
+                if target in on_stack:
+                    low[name] = min(low[name], low[target])
+            if low[name] == index[name]:  # the root of a component: pop it, children decided
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == name:
+                        break
+                cyclic = len(component) > 1 or name in edges[name]
+                for member in component:
+                    verdict[member] = (not cyclic and not _has_special(grammar.rules[member])
+                                       and all(verdict[t] for t in edges[member]))
+    return frozenset(name for name in grammar.rules if verdict[name])
 
 
 def reachable(grammar: Grammar) -> list[str]:
@@ -80,6 +111,459 @@ def reachable(grammar: Grammar) -> list[str]:
         order.append(name)
         stack.extend(n for n in refs(grammar.rules[name]) if n not in seen)
     return order
+
+
+# --- greedy lexing (llguidance) ------------------------------------------------------------------
+# llguidance's lexer is greedy: where two lexemes may start, it follows the longer as long as the
+# text continues it, and never goes back. So a lexeme `,` beside a lexeme `,th:1` refuses `,ta:`:
+# after `,t` only `,th:1` is alive, and `a` kills it. Folding a regular rule into one lexeme can
+# create such a pair; `greedy_safe` finds them and undoes the folding, and splits a literal that
+# holds a separator (`",th:"` as `"," "th" ":"`), until no lexeme can run past a sibling's end
+# into text the grammar gives the sibling's follower.
+_Unit = tuple  # ("lit", text) | ("cls", chars) | ("term", rule) | ("re", expr) | ("sp", token)
+
+
+def _literal_pieces(text: str) -> list[str]:
+    """A literal as its separators one by one and the runs of word characters between them."""
+    pieces: list[str] = []
+    for ch in text:
+        if pieces and (ch.isalnum() or ch == "_") and (pieces[-1][-1].isalnum() or pieces[-1][-1] == "_"):
+            pieces[-1] += ch
+        else:
+            pieces.append(ch)
+    return pieces
+
+
+class _Lexemes:
+    """The lexemes the printed grammar has where, with `folded` rules as one lexeme each and
+    the literals in `split` written piece by piece: `siblings`, the sets of lexemes that may
+    start at one point, each with the lexemes that may come right after it there."""
+
+    def __init__(self, grammar: Grammar, folded: frozenset[str], split: frozenset[str]):
+        self.grammar, self.folded, self.split = grammar, folded, split
+        self.first: dict[str, tuple[frozenset, bool]] = {}
+        self.rule_starts: dict[str, frozenset] = {}
+        self.siblings: set[frozenset] = set()
+        rules = [n for n in reachable(grammar) if n not in folded]
+        components = _components({n: [r for r in refs(grammar.rules[n]) if r not in folded] for n in rules})
+        # each pass in the order of the components (callees first, or callers first), iterated
+        # inside a cycle: linear in the grammar however long its chains of rules, no recursion
+        for component in components:
+            for _ in range(len(component) + 1):  # a fixpoint inside a cycle: its size bounds it
+                for name in component:
+                    self.first[name] = self.first_of(grammar.rules[name])
+        # the lexemes that may follow each rule, callers before callees
+        follow_units: dict[str, frozenset] = {n: frozenset() for n in rules}
+        for component in reversed(components):
+            for _ in range(len(component) + 1):
+                for name in component:
+                    self._follow_units(grammar.rules[name], follow_units[name], follow_units)
+        for component in components:
+            for _ in range(len(component) + 1):
+                for name in component:
+                    self.rule_starts[name] = self.starts(grammar.rules[name], follow_units[name])
+        # the same with what follows each of those lexemes: (lexeme, lexemes after it) pairs
+        self.follow: dict[str, frozenset] = {n: frozenset() for n in rules}
+        for component in reversed(components):
+            for _ in range(len(component) + 1):
+                for name in component:
+                    self.walk(grammar.rules[name], self.follow[name], record=False)
+        for name in rules:
+            self.walk(grammar.rules[name], self.follow[name], record=True)
+
+    def units(self, e: Expr) -> list:
+        if isinstance(e, Literal):
+            if not e.text:
+                return []
+            return [("lit", p) for p in _literal_pieces(e.text)] if e.text in self.split else [("lit", e.text)]
+        if isinstance(e, CharClass):
+            return [("cls", e.chars)]
+        if isinstance(e, Special):
+            return [("sp", e.token)]
+        return []
+
+    def first_of(self, e: Expr) -> tuple[frozenset, bool]:
+        """The lexemes `e` may start with, and whether it may be empty."""
+        if isinstance(e, (Literal, CharClass, Special)):
+            units = self.units(e)
+            return (frozenset(units[:1]), not units)
+        if isinstance(e, Ref):
+            if e.name in self.folded:
+                return frozenset({("term", e.name)}), False
+            return self.first.get(e.name, (frozenset(), False))
+        if isinstance(e, Seq):
+            out: set = set()
+            for item in e.items:
+                first, empty = self.first_of(item)
+                out |= first
+                if not empty:
+                    return frozenset(out), False
+            return frozenset(out), True
+        if isinstance(e, Choice):
+            parts = [self.first_of(o) for o in e.options]
+            return frozenset().union(*(p[0] for p in parts)), any(p[1] for p in parts)
+        if isinstance(e, Repeat):
+            if _inline(e):
+                return frozenset({("re", e)}), e.min == 0
+            first, empty = self.first_of(e.item)
+            return first, empty or e.min == 0
+        raise TypeError(f"not an IR expression: {e!r}")
+
+    def starts(self, e: Expr, after: frozenset) -> frozenset:
+        """The lexemes `e` may start with, each paired with what may come right after it, when
+        the lexemes `after` follow `e`."""
+        if isinstance(e, (Literal, CharClass, Special)):
+            units = self.units(e)
+            return frozenset({(units[0], frozenset(units[1:2]) if len(units) > 1 else after)}) if units else frozenset()
+        if isinstance(e, Ref):
+            if e.name in self.folded:
+                return frozenset({(("term", e.name), after)})
+            return self.rule_starts.get(e.name, frozenset())
+        if isinstance(e, Seq):
+            out: set = set()
+            for i, item in enumerate(e.items):
+                out |= self.starts(item, self._after(e.items[i + 1:], after))
+                if not self.first_of(item)[1]:
+                    break
+            return frozenset(out)
+        if isinstance(e, Choice):
+            return frozenset().union(*(self.starts(o, after) for o in e.options))
+        if isinstance(e, Repeat):
+            if _inline(e):
+                return frozenset({(("re", e), after)})
+            again = self.first_of(e.item)[0] if e.max is None or e.max > 1 else frozenset()
+            return self.starts(e.item, after | again)
+        raise TypeError(f"not an IR expression: {e!r}")
+
+    def _follow_units(self, e: Expr, then: frozenset, follow: dict) -> None:
+        """Add what may follow each rule `e` refers to, when `then` follows `e`."""
+        if isinstance(e, Ref):
+            if e.name not in self.folded:
+                follow[e.name] = follow[e.name] | then
+        elif isinstance(e, Seq):
+            rest = then
+            for item in reversed(e.items):
+                self._follow_units(item, rest, follow)
+                first, empty = self.first_of(item)
+                rest = first | rest if empty else first
+        elif isinstance(e, Choice):
+            for option in e.options:
+                self._follow_units(option, then, follow)
+        elif isinstance(e, Repeat) and not _inline(e):
+            again = self.first_of(e.item)[0] if e.max is None or e.max > 1 else frozenset()
+            self._follow_units(e.item, then | again, follow)
+
+    def _after(self, items, after: frozenset) -> frozenset:
+        out: set = set()
+        for item in items:
+            first, empty = self.first_of(item)
+            out |= first
+            if not empty:
+                return frozenset(out)
+        return frozenset(out) | after
+
+    def walk(self, e: Expr, then: frozenset, *, record: bool) -> None:
+        """Visit `e`, followed by `then` ((lexeme, what follows it) pairs): gather the follow
+        sets of the rules it refers to (first pass), or the sets of sibling lexemes (record)."""
+        if record:
+            here = self.starts(e, frozenset(u for u, _ in then))
+            if self.first_of(e)[1]:
+                here |= then
+            if len({u for u, _ in here}) > 1:
+                self.siblings.add(here)
+        if isinstance(e, Ref):
+            if e.name not in self.folded and not record:
+                self.follow[e.name] = self.follow[e.name] | then
+        elif isinstance(e, Seq):
+            rest = then
+            for item in reversed(e.items):
+                self.walk(item, rest, record=record)
+                here = self.starts(item, frozenset(u for u, _ in rest))
+                rest = here | rest if self.first_of(item)[1] else here
+        elif isinstance(e, Choice):
+            for option in e.options:
+                self.walk(option, then, record=record)
+        elif isinstance(e, Repeat) and not _inline(e):
+            if e.max is None or e.max > 1:
+                units = frozenset(u for u, _ in then) | self.first_of(e.item)[0]
+                then = then | self.starts(e.item, units)
+            self.walk(e.item, then, record=record)
+
+
+def _inline(e: Repeat) -> bool:
+    """A repetition the Lark printers write as one lexeme (see `_LarkPrinter.expr`)."""
+    return not any(True for _ in refs(e.item)) and not _has_special(e.item)
+
+
+def _components(edges: dict[str, list[str]]) -> list[list[str]]:
+    """The strongly connected components of `edges`, each after every component it reaches
+    (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: list[list[str]] = []
+    for root in edges:
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            name, i = work.pop()
+            if i == 0:
+                index[name] = low[name] = len(index)
+                stack.append(name)
+                on_stack.add(name)
+            if i < len(edges[name]):
+                work.append((name, i + 1))
+                target = edges[name][i]
+                if target not in index:
+                    work.append((target, 0))
+                continue
+            for target in edges[name]:  # every child is done: take the lowest reachable index
+                if target in on_stack:
+                    low[name] = min(low[name], low[target])
+            if low[name] == index[name]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == name:
+                        break
+                out.append(component)
+    return out
+
+
+class _Automata:
+    """Each lexeme as an automaton (over the grammar's rules), built when first asked for."""
+
+    def __init__(self, grammar: Grammar):
+        self.grammar = grammar
+        self.trees: dict[str, tuple] = {}
+        self.firsts: dict[str, tuple] = {}
+        self.dfas: dict[tuple, tuple] = {}
+        self.alphabets: dict[frozenset, object] = {}
+        self.unit_classes: dict[_Unit, frozenset] = {}
+
+    def tree(self, e: Expr) -> tuple:
+        from . import regular
+        if isinstance(e, Literal):
+            return regular.literal(e.text)
+        if isinstance(e, CharClass):
+            return regular.rset(class_ranges(e.chars))
+        if isinstance(e, Ref):
+            if e.name not in self.trees:
+                self.trees[e.name] = self.tree(self.grammar.rules[e.name])
+            return self.trees[e.name]
+        if isinstance(e, Seq):
+            return regular.cat(*(self.tree(i) for i in e.items))
+        if isinstance(e, Choice):
+            return regular.alt(*(self.tree(o) for o in e.options))
+        if isinstance(e, Repeat):
+            return ("rep", self.tree(e.item), e.min, e.max, False)
+        raise ValueError("a special token is not text")
+
+    def classes(self, unit: _Unit) -> frozenset:
+        """The character classes of `unit`'s automaton (its alphabet's cuts)."""
+        if unit not in self.unit_classes:
+            found, stack = set(), [self.unit_tree(unit)]
+            while stack:
+                t = stack.pop()
+                if t[0] == "set":
+                    found.add(t[1])
+                elif t[0] in ("cat", "alt"):
+                    stack.extend(t[1])
+                elif t[0] == "rep":
+                    stack.append(t[1])
+            self.unit_classes[unit] = frozenset(found)
+        return self.unit_classes[unit]
+
+    def dfa(self, unit: _Unit, classes: frozenset):
+        """`unit`'s automaton over the alphabet that `classes` cut, and its live states: built
+        once per alphabet (the units checked against one lexeme mostly share one)."""
+        key = (unit, classes)
+        if key not in self.dfas:
+            from . import regular
+            if classes not in self.alphabets:
+                self.alphabets[classes] = regular.Alphabet(classes)
+            d = regular.to_dfa(self.unit_tree(unit), self.alphabets[classes])
+            self.dfas[key] = (d, d.live())
+        return self.dfas[key]
+
+    def unit_tree(self, unit: _Unit) -> tuple:
+        kind, value = unit
+        if kind == "lit":
+            return self.tree(Literal(value))
+        if kind == "cls":
+            return self.tree(CharClass(value))
+        if kind == "term":
+            return self.tree(Ref(value))
+        return self.tree(Repeat(value.item, max(1, value.min), value.max))  # `re`: never empty
+
+    def first_chars(self, unit: _Unit) -> tuple:
+        """The ranges of the characters `unit`'s text may start with (none for a token)."""
+        kind, value = unit
+        if kind == "sp":
+            return ()
+        if kind == "lit":
+            return ((ord(value[0]), ord(value[0])),)
+        if kind == "cls":
+            return class_ranges(value)
+        return self.starts(Ref(value) if kind == "term" else value.item)[0]
+
+    def starts(self, e: Expr) -> tuple[tuple, bool]:
+        """The ranges of the first characters of `e`'s texts, and whether it may be empty
+        (memoized per rule: linear in the grammar, however often rules are shared)."""
+        if isinstance(e, Literal):
+            return (((ord(e.text[0]), ord(e.text[0])),) if e.text else ()), not e.text
+        if isinstance(e, CharClass):
+            return class_ranges(e.chars), False
+        if isinstance(e, Ref):
+            if e.name not in self.firsts:
+                self.firsts[e.name] = self.starts(self.grammar.rules[e.name])
+            return self.firsts[e.name]
+        if isinstance(e, Seq):
+            out: list = []
+            for item in e.items:
+                first, empty = self.starts(item)
+                out.extend(first)
+                if not empty:
+                    return merge_ranges(out), False
+            return merge_ranges(out), True
+        if isinstance(e, Choice):
+            parts = [self.starts(o) for o in e.options]
+            return merge_ranges(r for p in parts for r in p[0]), any(p[1] for p in parts)
+        if isinstance(e, Repeat):
+            first, empty = self.starts(e.item)
+            return first, empty or e.min == 0
+        return (), False  # a special token: no text
+
+    def reach(self, e: Expr, text: str, at: frozenset) -> frozenset:
+        """How far into `text` a string of `e` can get from each position of `at`; len(text)
+        once `text` is all read (what comes after it does not matter)."""
+        end = len(text)
+        if not at:
+            return at
+        if isinstance(e, Literal):
+            out = set()
+            for p in at:
+                if p == end or text.startswith(e.text, p):
+                    out.add(min(end, p + len(e.text)) if p != end else end)
+                elif e.text.startswith(text[p:]):
+                    out.add(end)
+            return frozenset(out)
+        if isinstance(e, CharClass):
+            ranges = class_ranges(e.chars)
+            return frozenset(end if p == end else p + 1 for p in at
+                             if p == end or any(lo <= ord(text[p]) <= hi for lo, hi in ranges))
+        if isinstance(e, Ref):
+            return self.reach(self.grammar.rules[e.name], text, at)
+        if isinstance(e, Seq):
+            for item in e.items:
+                at = self.reach(item, text, at)
+            return at
+        if isinstance(e, Choice):
+            return frozenset().union(*(self.reach(o, text, at) for o in e.options))
+        if isinstance(e, Repeat):
+            out = set(at) if e.min == 0 else set()
+            current, count = at, 0
+            while current and (e.max is None or count < e.max) and count <= end + e.min:
+                current = self.reach(e.item, text, current)
+                count += 1
+                if count >= e.min:
+                    new = current - out
+                    out |= current
+                    if not new and count > e.min:
+                        break
+            return frozenset(out)
+        return frozenset()  # a special token: no text
+
+    def runs_past(self, a: _Unit, b: _Unit, followers: frozenset) -> bool:
+        """Whether the greedy lexer, offered `a` and `b` at one point, can take a text of `a`
+        and the start of what follows it (a lexeme of `followers`) for the start of `b`, and
+        then find neither `b` complete nor any way on: some text of `a`, then two or more
+        characters that start a follower, of which all but the last keep `b` alive (and
+        incomplete) and the last ends it while the follower goes on."""
+        from . import regular
+        if a[0] == "sp" or b[0] == "sp":
+            return False
+        if a[0] == "lit" and b[0] == "term" and len(a[1]) not in self.reach(Ref(b[1]), a[1], frozenset({0})):
+            return False  # no text of `b` starts with the literal: cheap to tell, no automaton
+        for n in followers:
+            if n[0] == "sp":
+                continue
+            classes = self.classes(a) | self.classes(b) | self.classes(n)
+            (da, live_a), (db, live_b), (dn, live_n) = (self.dfa(u, classes) for u in (a, b, n))
+            atoms = range(len(self.alphabets[classes].atoms))
+            # phase 1: `a` and `b` side by side until `a` is complete
+            seen = {(da.start, db.start)}
+            stack = [(da.start, db.start)]
+            after_a = set()
+            while stack:
+                qa, qb = stack.pop()
+                for x in atoms:
+                    pair = (da.trans[qa][x], db.trans[qb][x])
+                    if pair[0] in live_a and pair[1] in live_b and pair not in seen:
+                        seen.add(pair)
+                        stack.append(pair)
+                        if pair[0] in da.accept:
+                            after_a.add(pair[1])
+            # phase 2: the follower and `b`; its first character leaves `a` complete behind it,
+            # so `b` must survive it and die on a later one, incomplete before it
+            seen2 = set()
+            stack2 = []
+            for qb in after_a:
+                for x in atoms:
+                    pair = (dn.trans[dn.start][x], db.trans[qb][x])
+                    if pair[0] in live_n and pair[1] in live_b and pair not in seen2:
+                        seen2.add(pair)
+                        stack2.append(pair)
+            while stack2:
+                qn, qb = stack2.pop()
+                for x in atoms:
+                    pair = (dn.trans[qn][x], db.trans[qb][x])
+                    if pair[0] not in live_n:
+                        continue
+                    if pair[1] not in live_b:
+                        if qb not in db.accept:
+                            return True
+                    elif pair not in seen2:
+                        seen2.add(pair)
+                        stack2.append(pair)
+        return False
+
+
+def greedy_safe(grammar: Grammar, regular: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """Which of the `regular` rules to print as one lexeme each, and which literals to write
+    piece by piece (`_literal_pieces`), so that no lexeme can run past a sibling's end (see
+    above). Each round unfolds or splits at least one lexeme, so it ends."""
+    folded = frozenset(regular - {grammar.start})
+    split: frozenset[str] = frozenset()
+    automata = _Automata(grammar)
+    verdicts: dict[tuple, bool] = {}
+    while True:
+        lex = _Lexemes(grammar, folded, split)
+        unfold, more_split = set(), set()
+        for group in lex.siblings:
+            for b, _ in group:
+                if b[0] not in ("term", "lit") or (b[0] == "lit" and len(_literal_pieces(b[1])) < 2):
+                    continue
+                for a, after in group:
+                    if a == b or not _overlap(automata.first_chars(a), automata.first_chars(b)):
+                        continue
+                    key = (a, b, after)
+                    if key not in verdicts:
+                        verdicts[key] = automata.runs_past(a, b, after)
+                    if verdicts[key]:
+                        (unfold if b[0] == "term" else more_split).add(b[1])
+                        break
+        if not unfold and not more_split:
+            return folded, split
+        folded, split = folded - unfold, split | more_split
+
+
+def _overlap(a: tuple, b: tuple) -> bool:
+    return any(lo1 <= hi2 and lo2 <= hi1 for lo1, hi1 in a for lo2, hi2 in b)
 
 
 # --- shared spelling --------------------------------------------------------------------------------
@@ -165,11 +649,15 @@ class _LarkPrinter:
     """llguidance's dialect and plain Lark differ in three spellings: special tokens, bounded
     repetition, and how an empty match is written."""
 
-    def __init__(self, grammar: Grammar, *, special: Callable[[str], str], bounded: Callable[[str, int, int | None], str]):
+    def __init__(self, grammar: Grammar, *, special: Callable[[str], str], bounded: Callable[[str, int, int | None], str],
+                 greedy: bool = False):
         self.grammar = grammar
         self.special = special
         self.bounded = bounded
         self.regular = regular_rules(grammar)
+        self.split: frozenset[str] = frozenset()
+        if greedy:  # the engine's lexer is greedy: only the lexemes it cannot misread
+            self.regular, self.split = greedy_safe(grammar, self.regular)
         self.names = {n: (n.upper() if n in self.regular else n) for n in grammar.rules}
         if grammar.start in self.regular:
             self.names[grammar.start] = grammar.start  # a rule (lowercase) that holds one terminal
@@ -185,6 +673,8 @@ class _LarkPrinter:
 
     def expr(self, e: Expr, *, terminal: bool, top: bool = False) -> str:
         if isinstance(e, Literal):
+            if not terminal and e.text in self.split:
+                return " ".join(quote(p) for p in _literal_pieces(e.text))
             return quote(e.text)
         if isinstance(e, Special):
             if terminal:
@@ -214,7 +704,8 @@ class _LarkPrinter:
 
     def _atom(self, e: Expr, terminal: bool) -> str:
         text = self.expr(e, terminal=terminal)
-        return text if isinstance(e, (Literal, Special, CharClass, Ref)) else "(" + text + ")"
+        single = isinstance(e, (Special, CharClass, Ref)) or (isinstance(e, Literal) and " " not in text.strip('"'))
+        return text if single and not (isinstance(e, Literal) and not terminal and e.text in self.split) else "(" + text + ")"
 
 
 def _braces(item: str, lo: int, hi: int | None) -> str:
@@ -231,7 +722,7 @@ def _tilde(item: str, lo: int, hi: int | None) -> str:
 
 
 def to_llguidance(grammar: Grammar) -> str:
-    return _LarkPrinter(grammar, special=lambda t: t, bounded=_braces).text("%llguidance {}\n")
+    return _LarkPrinter(grammar, special=lambda t: t, bounded=_braces, greedy=True).text("%llguidance {}\n")
 
 
 def to_lark(grammar: Grammar) -> str:
@@ -263,7 +754,32 @@ def _bnf_class(chars: str) -> str:
     return "[" + class_text(class_ranges(chars), item=_bnf_char) + "]"
 
 
-def _bnf(grammar: Grammar, special: Callable[[str], str]) -> str:
+# xgrammar (0.2.9) reads every hex digit after `\x`: `[\x2d\x2e0-9]` is `-`, then U+2E0 to `9`,
+# a reversed range it refuses. GBNF readers (llama.cpp, llguidance's) take two digits and some
+# mangle `\u`. So the xgrammar export puts a class's escaped characters after the ones written
+# as themselves, where no hex digit follows them, and writes `\u00NN` where one still would.
+_HEX_ESCAPE_BEFORE_HEX = re.compile(r"(\\\\)|\\x([0-9a-f]{2})(?=[0-9A-Fa-f])")
+
+
+def _xgrammar_escapes(text: str) -> str:
+    return _HEX_ESCAPE_BEFORE_HEX.sub(lambda m: m.group(1) or "\\u00" + m.group(2), text)
+
+
+def _xgrammar_class(chars: str) -> str:
+    ranges = class_ranges(chars)
+    negated = class_text(ranges, item=_bnf_char).startswith("^")  # a literal `^` is escaped
+    spans = complement_ranges(ranges) if negated else merge_ranges(ranges)
+
+    def plain(c: int) -> bool:
+        return not _bnf_char(c).startswith("\\")
+
+    spans = sorted(spans, key=lambda r: (not plain(r[0]), not plain(r[1]), r))
+    body = "".join(_bnf_char(lo) if lo == hi else _bnf_char(lo) + ("" if hi == lo + 1 else "-") + _bnf_char(hi)
+                   for lo, hi in spans)
+    return "[" + _xgrammar_escapes(("^" if negated else "") + body) + "]"
+
+
+def _bnf(grammar: Grammar, special: Callable[[str], str], *, xgrammar: bool = False) -> str:
     names = {n: _bnf_name(n) for n in grammar.rules}
     names[grammar.start] = "root"
     if len(set(names.values())) != len(names):
@@ -271,11 +787,11 @@ def _bnf(grammar: Grammar, special: Callable[[str], str]) -> str:
 
     def expr(e: Expr) -> str:
         if isinstance(e, Literal):
-            return quote(e.text)
+            return _xgrammar_escapes(quote(e.text)) if xgrammar else quote(e.text)
         if isinstance(e, Special):
             return special(e.token)
         if isinstance(e, CharClass):
-            return _bnf_class(e.chars)
+            return _xgrammar_class(e.chars) if xgrammar else _bnf_class(e.chars)
         if isinstance(e, Ref):
             return names[e.name]
         if isinstance(e, Seq):
@@ -304,7 +820,7 @@ def to_gbnf(grammar: Grammar) -> str:
 
 
 def to_xgrammar(grammar: Grammar) -> str:
-    return _bnf(grammar, quote)
+    return _bnf(grammar, lambda token: _xgrammar_escapes(quote(token)), xgrammar=True)
 
 
 PRINTERS: dict[str, Callable[[Grammar], str]] = {

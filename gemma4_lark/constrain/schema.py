@@ -38,15 +38,11 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal as TypingLiteral, Mapping, Sequence
 
 from .. import tokens
-from ..grammar import terminal_literal, terminals
+from ..grammar import BLOCK_STARTS, terminal_literal, terminals
 from ..render.values import ValueWriter, key_bare_if_possible, python_number
 from ..tools import Tool, ToolChoice
-from . import ir
+from . import ir, translate
 
-try:  # re's own parser: `re._parser` from Python 3.11 on, `sre_parse` before
-    import re._parser as sre  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_parse as sre  # type: ignore[no-redef]
 
 __all__ = ["tool_call_rules", "argument_rules", "not_enforced", "SchemaError", "ORDERS"]
 
@@ -55,6 +51,11 @@ ORDERS = ("sorted", "declared")
 # Array bounds up to this many items are written out as repetitions; beyond it they are left to
 # validation (a bound of a thousand would be a thousand copies in some engines).
 MAX_ENFORCED_ITEMS = 16
+
+# How deeply schemas may nest (arrays in arrays, objects in objects, anyOf in anyOf): deeper
+# ones are refused with a SchemaError rather than compiled (no tool needs more, and each level
+# costs stack in every engine's compiler as well as here).
+MAX_SCHEMA_DEPTH = 64
 
 # The keywords each kind of schema may carry that the rules do not enforce (validation does).
 _UNENFORCED = {
@@ -78,185 +79,14 @@ class _NoValue(SchemaError):
 
 
 # ------------------------------------------------------------------------ lexical pieces ----
-# Translated from the grammar's terminals. The few regex features the terminals use that a
-# grammar engine lacks are rewritten by rules that hold for every pattern of that shape:
-# a lazy `.*?` followed by a literal reads up to the first occurrence of that literal, so it is
-# "anything without the literal"; a lookahead at the very end is a condition on what follows
-# the token, checked against what the rules put after it; a positive lookahead that ends one
-# alternative makes an optional group right after it required on that alternative.
-
-_CONTROL = frozenset(tokens.CONTROL_TOKENS)
+# The strings, numbers and keys are the grammar's STRING, INTEGER, FLOAT and KEY as
+# `translate.terminal_text` derives them (the one derivation every export uses), where a call
+# block's parser expects them.
 
 
-def _class_text(codes: Iterable[int], negate: bool = False) -> str:
-    """The inside of a regex character class for a set of code points (ranges merged)."""
-    out = ["^"] if negate else []
-    run: list[int] = []
-    for code in sorted(set(codes)) + [-2]:
-        if run and code == run[-1] + 1:
-            run.append(code)
-            continue
-        if run:
-            first, last = _class_char(run[0]), _class_char(run[-1])
-            out.append(first if len(run) == 1 else first + last if len(run) == 2 else f"{first}-{last}")
-        run = [code]
-    return "".join(out)
-
-
-def _class_char(code: int) -> str:
-    char = chr(code)
-    if char in "\\]^-[":
-        return "\\" + char
-    if code < 0x20 or code == 0x7f:
-        return f"\\x{code:02x}"
-    return char
-
-
-def _charset(items) -> tuple[frozenset[int], bool]:
-    """The code points of a parsed `[...]` and whether it is negated."""
-    codes: set[int] = set()
-    negate = False
-    for op, arg in items:
-        name = str(op)
-        if name == "NEGATE":
-            negate = True
-        elif name == "LITERAL":
-            codes.add(arg)
-        elif name == "RANGE":
-            codes.update(range(arg[0], arg[1] + 1))
-        else:
-            raise NotImplementedError(f"character class item {name}")
-    return frozenset(codes), negate
-
-
-@dataclass
-class _Lexical:
-    """Turns terminal patterns into IR; rules it needs (a string's content) go in `rules`."""
-
-    follow: frozenset[int] = frozenset()  # what the rules may put right after a token
-    name: str = ""
-
-    def terminal(self, name: str, follow: str) -> ir.Expr:
-        pattern = next(t for t in terminals() if t.name == name).pattern
-        regex = pattern.to_regexp()
-        flags = sum(getattr(re, f.upper()) for f in getattr(pattern, "flags", ()))
-        self.follow = frozenset(map(ord, follow))
-        self.name = name
-        return self.sequence(list(sre.parse(regex, flags)), dotall=bool(flags & re.S), last=True)
-
-    def sequence(self, items: list, *, dotall: bool, last: bool = False) -> ir.Expr:
-        out: list[ir.Expr] = []
-        i = 0
-        while i < len(items):
-            op, arg = items[i]
-            name = str(op)
-            if name == "MIN_REPEAT" and arg[:2] == (0, sre.MAXREPEAT) and str(arg[2][0][0]) == "ANY":
-                # a lazy `.*?`: up to the first occurrence of the literal that follows
-                stop = self._literal_run(items[i + 1:])
-                if not stop:
-                    raise NotImplementedError(f"{self.name}: a lazy repetition not followed by a literal")
-                out.append(self._without(stop))
-            elif name == "BRANCH":
-                rest = items[i + 1:]
-                options = []
-                for branch in arg[1]:
-                    if branch and str(branch[-1][0]) == "ASSERT" and branch[-1][1][0] == 1:
-                        required, _ = _charset(branch[-1][1][1][0][1])
-                        options.append(ir.seq(self.sequence(branch[:-1], dotall=dotall),
-                                              self.sequence(self._require(rest, required), dotall=dotall, last=last)))
-                    else:
-                        options.append(ir.seq(self.sequence(branch, dotall=dotall),
-                                              self.sequence(rest, dotall=dotall, last=last)))
-                out.append(ir.choice(*options))
-                return ir.seq(*out)
-            elif name == "ASSERT_NOT" and last and i == len(items) - 1 and arg[0] == 1:
-                # what may follow the token: every character the rules put after it must pass
-                codes, negate = _charset(arg[1][0][1])
-                blocked = {c for c in self.follow if (c in codes) != negate}
-                if blocked:
-                    raise NotImplementedError(f"{self.name} may not be followed by {sorted(map(chr, blocked))}")
-            else:
-                out.append(self.item(op, arg, dotall=dotall))
-            i += 1
-        return ir.seq(*out) if out else ir.Seq(())
-
-    def item(self, op, arg, *, dotall: bool) -> ir.Expr:
-        name = str(op)
-        if name == "LITERAL":
-            return ir.Literal(chr(arg))
-        if name == "IN":
-            codes, negate = _charset(arg)
-            return ir.CharClass(_class_text(codes, negate))
-        if name in ("MAX_REPEAT", "MIN_REPEAT"):
-            low, high, body = arg
-            return ir.Repeat(self.sequence(list(body), dotall=dotall), low, None if high == sre.MAXREPEAT else high)
-        if name == "SUBPATTERN":
-            return self.sequence(list(arg[3]), dotall=dotall)
-        raise NotImplementedError(f"{self.name}: regex feature {name}")
-
-    @staticmethod
-    def _literal_run(items) -> str:
-        text = []
-        for op, arg in items:
-            if str(op) != "LITERAL":
-                break
-            text.append(chr(arg))
-        return "".join(text)
-
-    @staticmethod
-    def _require(rest: list, required: frozenset[int]) -> list:
-        """`rest` when it must start with one of `required`: its leading optional group, which
-        starts with exactly such a character, becomes required."""
-        if rest and str(rest[0][0]) == "MAX_REPEAT" and rest[0][1][:2] == (0, 1):
-            body = list(rest[0][1][2])
-            if body and str(body[0][0]) == "IN" and _charset(body[0][1]) == (required, False):
-                return body + rest[1:]
-        raise NotImplementedError("a lookahead not followed by an optional group it starts")
-
-    def _without(self, stop: str) -> ir.Expr:
-        """The text that does not contain `stop`, a literal whose first character occurs in it
-        once (so a partial match can only restart at that character): pieces that cannot start
-        `stop`, or a partial match broken by a character that neither continues nor restarts it,
-        any partial match standing right before a piece that starts again, and at the end."""
-        head = stop[0]
-        if head in stop[1:] or len(stop) < 2:
-            raise NotImplementedError(f"{self.name}: the text up to {stop!r}, whose first character recurs")
-        partial = ir.choice(*(ir.Literal(stop[:k]) for k in range(1, len(stop))))
-        broken = ir.choice(*(ir.seq(ir.Literal(stop[:k]), ir.CharClass(_class_text({ord(stop[k]), ord(head)}, negate=True)))
-                             for k in range(1, len(stop))))
-        free = ir.CharClass(_class_text({ord(head)}, negate=True))
-        return ir.seq(ir.Repeat(ir.choice(free, ir.seq(ir.Repeat(partial), broken))), ir.Repeat(partial))
-
-
-def _advance(stop: str, k: int, char: str) -> int:
-    """How much of `stop` is matched after `char`, when `k` characters of it were."""
-    text = stop[:k] + char
-    for length in range(min(len(text), len(stop)), 0, -1):
-        if text.endswith(stop[:length]):
-            return length
-    return 0
-
-
-def _specials(expr: ir.Expr) -> ir.Expr:
-    """`expr` with runs of literal characters joined, and Gemma's markers as `Special`."""
-    if isinstance(expr, ir.Seq):
-        items: list[ir.Expr] = []
-        for item in map(_specials, expr.items):
-            if isinstance(item, ir.Literal) and items and isinstance(items[-1], ir.Literal):
-                items[-1] = ir.Literal(items[-1].text + item.text)
-            else:
-                items.append(item)
-        items = [_marker(i) for i in items]
-        return ir.seq(*items) if items else expr
-    if isinstance(expr, ir.Choice):
-        return ir.Choice(tuple(map(_specials, expr.options)))
-    if isinstance(expr, ir.Repeat):
-        return ir.Repeat(_specials(expr.item), expr.min, expr.max)
-    return _marker(expr)
-
-
-def _marker(expr: ir.Expr) -> ir.Expr:
-    return ir.Special(expr.text) if isinstance(expr, ir.Literal) and expr.text in _CONTROL else expr
+def _class_text(codes: Iterable[int]) -> str:
+    """The inside of a character class for a set of code points."""
+    return ir.char_class(ir.merge_ranges((c, c) for c in codes)).chars
 
 
 def _literal(name: str) -> str:
@@ -280,32 +110,35 @@ class _Pieces:
     key_chars: frozenset[int]  # KEY is one or more of these
 
 
+def _text_of(name: str) -> ir.Expr:
+    """A terminal without markers: its language as IR."""
+    head, body, tail = translate.terminal_text(name, BLOCK_STARTS)
+    if head or tail:
+        raise NotImplementedError(f"{name} now starts or ends with a marker")
+    return body
+
+
 @functools.lru_cache(maxsize=1)
 def _pieces() -> _Pieces:
-    lex = _Lexical()
     punctuation = {n: ir.Literal(_literal(n)) for n in ("LBRACE", "RBRACE", "LBRACKET", "RBRACKET", "COMMA", "COLON")}
-    # what the rules put after a value: a comma, or the end of its object or array
-    after_value = _literal("COMMA") + _literal("RBRACE") + _literal("RBRACKET")
-    string = _specials(lex.terminal("STRING", after_value + _literal("COLON")))
-    if not (isinstance(string, ir.Seq) and len(string.items) > 2
-            and isinstance(string.items[0], ir.Special) and isinstance(string.items[-1], ir.Special)):
+    opener, content, closer = translate.terminal_text("STRING", BLOCK_STARTS)
+    if not (opener and closer):
         raise NotImplementedError("STRING is no longer a delimiter, content and a delimiter")
-    opener, content, closer = string.items[0], ir.Seq(string.items[1:-1]), string.items[-1]
     rules: dict[str, ir.Expr] = {
         # the content as a rule of its own: a regular one, which a printer may make one lexeme
-        "tool_string": ir.seq(opener, ir.Ref("tool_string_content"), closer),
+        "tool_string": ir.seq(ir.Special(opener), ir.Ref("tool_string_content"), ir.Special(closer)),
         "tool_string_content": content,
-        "tool_integer": lex.terminal("INTEGER", after_value),
-        "tool_float": lex.terminal("FLOAT", after_value),
-        "tool_key": lex.terminal("KEY", _literal("COLON")),
+        "tool_integer": _text_of("INTEGER"),
+        "tool_float": _text_of("FLOAT"),
+        "tool_key": _text_of("KEY"),
     }
     rules["tool_number"] = ir.choice(ir.Ref("tool_integer"), ir.Ref("tool_float"))
     rules["tool_boolean"] = ir.choice(ir.Literal(_literal("TRUE")), ir.Literal(_literal("FALSE")))
     rules["tool_null"] = ir.Literal(_literal("NULL"))
-    key = rules["tool_key"]
-    if not (isinstance(key, ir.Repeat) and key.min == 1 and key.max is None and isinstance(key.item, ir.CharClass)):
+    key_ranges = translate.terminal_chars("KEY", BLOCK_STARTS)
+    if key_ranges is None:
         raise NotImplementedError("KEY is no longer one or more characters of one class")
-    key_chars = frozenset(c for c in range(128) if re.fullmatch(f"[{key.item.chars}]", chr(c)))
+    key_chars = frozenset(c for c in range(128) if any(lo <= c <= hi for lo, hi in key_ranges))
     p = punctuation
     # any value, as the format writes it (for schemas that allow anything)
     any_member = ir.seq(ir.choice(ir.Ref("tool_key"), ir.Ref("tool_string")), p["COLON"], ir.Ref("tool_any"))
@@ -347,6 +180,7 @@ class _ToolCompiler:
         self.rules = rules
         self.pieces = pieces
         self.count = 0
+        self.depth = 0
         self.refs: dict[str, str] = {}  # $ref -> rule name
 
     def error(self, where: str, message: str) -> SchemaError:
@@ -375,6 +209,15 @@ class _ToolCompiler:
 
     # --- any schema -------------------------------------------------------------------------
     def value(self, schema: Any, where: str) -> ir.Expr:
+        if self.depth >= MAX_SCHEMA_DEPTH:
+            raise self.error(where, f"the schema nests more than {MAX_SCHEMA_DEPTH} levels deep")
+        self.depth += 1
+        try:
+            return self._value(schema, where)
+        finally:
+            self.depth -= 1
+
+    def _value(self, schema: Any, where: str) -> ir.Expr:
         if schema is True or schema == {}:
             return ir.Ref("tool_any")
         if schema is False:

@@ -32,7 +32,7 @@ from lark.load_grammar import GrammarBuilder
 from .. import grammar as source
 from .. import tokens
 from . import regular
-from .ir import Choice, Expr, Grammar, Literal, Ref, Repeat, Special, char_class, choice, seq
+from .ir import Choice, Expr, Grammar, Literal, Ref, Repeat, Seq, Special, char_class, choice, seq
 from .regular import CannotDerive
 
 WS_RULE = "ws"
@@ -138,6 +138,35 @@ def terminal_language(name: str, starts: tuple[str, ...]):
     `starts` expects it."""
     term = _terminal_defs()[name]
     return regular.token_language(term.pattern.value, term.pattern.flags, _follow_tree(name, starts))
+
+
+def terminal_text(name: str, starts: tuple[str, ...]) -> tuple[str, Expr, str]:
+    """Terminal `name`'s language where the parser for `starts` expects it, as (the marker every
+    string starts with or "", the text between as IR, the marker every string ends with or "").
+    Markers the text may hold inside stay text here (`terminal_rules` offers them as tokens)."""
+    head, mid, tail = _split_markers(terminal_language(name, starts))
+    if _accepts_only_empty(mid):
+        return head, Seq(()), tail
+    if mid.start in mid.accept:
+        return head, Repeat(regular.to_expr(_non_empty(mid)), 0, 1), tail
+    return head, regular.to_expr(mid), tail
+
+
+def terminal_chars(name: str, starts: tuple[str, ...]) -> tuple[tuple[int, int], ...] | None:
+    """The ranges of the characters C when terminal `name`'s language is exactly C+ (one or more
+    characters of one class) where the parser for `starts` expects it; None otherwise."""
+    dfa = terminal_language(name, starts)
+    live = dfa.live()
+    atoms = [x for x, target in enumerate(dfa.trans[dfa.start]) if target in live]
+    targets = {dfa.trans[dfa.start][x] for x in atoms}
+    if dfa.start in dfa.accept or len(targets) != 1:
+        return None
+    (then,) = targets
+    if then not in dfa.accept or any((dfa.trans[then][x] in live) != (x in atoms) for x in range(len(dfa.trans[then]))):
+        return None
+    if any(dfa.trans[then][x] != then for x in atoms):
+        return None
+    return dfa.alphabet.ranges_of(atoms)
 
 
 @functools.lru_cache(maxsize=None)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 
 import xgrammar as xgr
 
@@ -38,18 +37,12 @@ def decode(ids: list[int]) -> str:
     return b"".join(bytes([t]) if t < 256 else SPECIALS[t - 256].encode() for t in ids).decode(errors="replace")
 
 
-def _escapes(ebnf: str) -> str:
-    # xgrammar 0.2.9 reads every hex digit after `\x` (`[\x2e0-9]` is U+02E0 to 9, an error),
-    # where GBNF reads two: until the printer writes `\u00NN` for xgrammar, do it here
-    return re.sub(r"\\x([0-9a-f]{2})", r"\\u00\1", ebnf)
-
-
 def compiled(ebnf: str) -> xgr.CompiledGrammar:
-    return COMPILER.compile_grammar(_escapes(ebnf))
+    return COMPILER.compile_grammar(ebnf)
 
 
 def compiled_tag(tag: dict) -> xgr.CompiledGrammar:
-    return COMPILER.compile_structural_tag(_escapes(json.dumps(tag)))
+    return COMPILER.compile_structural_tag(json.dumps(tag))
 
 
 def accepts(grammar: xgr.CompiledGrammar, text: str, *, complete: bool = True) -> bool:

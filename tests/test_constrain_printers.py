@@ -1,0 +1,127 @@
+"""The printers (gemma4_lark.constrain.dialects) on the problems found in review: xgrammar's
+reading of `\\x` escapes, the cost of finding the regular rules, and lexemes that llguidance's
+greedy lexer misreads."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from gemma4_lark import constrain
+from gemma4_lark.constrain import dialects, ir
+
+from constrain_helpers import Matcher  # noqa: E402  (skips without llguidance)
+
+OPEN = {"type": "function", "function": {"name": "f", "parameters": {
+    "type": "object", "properties": {"a": {"type": "string"}, "b": {"enum": ["\x01a", "x-1"]}},
+    "additionalProperties": True}}}
+
+
+def _hex_escapes_xgrammar_misreads(text: str) -> list[str]:
+    """xgrammar (0.2.9) reads every hex digit after `\\x`: an escape followed by a third hex
+    digit means another character than the one written (`[\\x2e0-9]` is U+2E0 to `9`)."""
+    return re.findall(r"\\x[0-9a-fA-F]{3}", text)
+
+
+@pytest.mark.parametrize("scope", ["call", "output"])
+def test_xgrammar_export_has_no_escape_xgrammar_misreads(scope):
+    text = constrain.grammar("xgrammar", scope=scope, tools=[OPEN])
+    assert _hex_escapes_xgrammar_misreads(text) == []
+    # a control character before a hex digit in a literal: `\u00NN`, four digits exactly
+    assert '"\\u0001a"' in text
+
+
+def test_structural_tag_grammars_have_no_escape_xgrammar_misreads():
+    tag = constrain.structural_tag([OPEN])
+    grammars = [t["content"]["grammar"] for t in tag["format"]["elements"][1]["tags"]]
+    assert grammars and all(_hex_escapes_xgrammar_misreads(g) == [] for g in grammars)
+
+
+def test_gbnf_keeps_two_digit_escapes():
+    # GBNF readers (llama.cpp, llguidance's gbnf_to_lark) take exactly two digits after `\x`
+    assert "\\x" in constrain.grammar("gbnf", tools=[OPEN])
+
+
+# --- regular rules: linear, however the references are shared ---------------------------------------
+def _diamond_chain(n: int) -> ir.Grammar:
+    """r0 refers to r1 on two paths, r1 to r2 on two, ...: 2**n paths, n + 1 rules."""
+    rules = {f"r{i}": ir.seq(ir.Literal("a"), ir.choice(ir.Ref(f"r{i + 1}"), ir.seq(ir.Literal("b"), ir.Ref(f"r{i + 1}"))))
+             for i in range(n)}
+    rules[f"r{n}"] = ir.Literal("z")
+    rules["start"] = ir.seq(ir.Special("<|tool_call>"), ir.Ref("r0"))
+    return ir.Grammar("start", rules)
+
+
+def test_regular_rules_counts_each_rule_once(monkeypatch):
+    """Complexity guard: the number of rule bodies inspected at n, 2n and 4n rules grows like
+    the rules, not like the paths (it doubled per rule before: a chain of 20 took minutes)."""
+    calls = {"n": 0}
+    original = dialects._has_special
+
+    def counting(expr):
+        calls["n"] += 1
+        return original(expr)
+
+    monkeypatch.setattr(dialects, "_has_special", counting)
+    counts = []
+    for n in (8, 16, 32):
+        calls["n"] = 0
+        regular = dialects.regular_rules(_diamond_chain(n))
+        assert regular == {f"r{i}" for i in range(n + 1)}
+        counts.append(calls["n"])
+        if len(counts) > 1:
+            assert counts[-1] <= 3 * counts[-2], counts
+
+
+def test_regular_rules_verdicts():
+    # a cycle is not regular, nor what refers to it; what only the cycle's rules refer to is
+    rules = {
+        "start": ir.seq(ir.Ref("loop"), ir.Ref("plain")),
+        "loop": ir.choice(ir.Literal("x"), ir.seq(ir.Literal("("), ir.Ref("inner"), ir.Literal(")"))),
+        "inner": ir.Ref("loop"),
+        "plain": ir.seq(ir.Ref("leaf"), ir.Ref("leaf")),
+        "leaf": ir.Literal("y"),
+        "token": ir.seq(ir.Ref("leaf"), ir.Special("<eos>")),
+        "self": ir.Repeat(ir.seq(ir.Literal("s"), ir.Ref("self")), 0, 1),
+    }
+    assert dialects.regular_rules(ir.Grammar("start", rules)) == {"plain", "leaf"}
+
+
+# --- greedy lexing ---------------------------------------------------------------------------------
+Q = ir.Special('<|"|>')
+
+
+def _member_and_separator() -> ir.Grammar:
+    """`{a:1` then members: `,th:1` (a regular rule, which the printer folds into one lexeme) or
+    `,` and any other key with a string value: after `,t` the greedy lexer sees only `,th:1`."""
+    return ir.Grammar("start", {
+        "start": ir.seq(ir.Literal("{"), ir.Ref("first"),
+                        ir.Repeat(ir.choice(ir.Ref("th_member"), ir.seq(ir.Literal(","), ir.Ref("extra")))),
+                        ir.Literal("}")),
+        "first": ir.Literal("a:1"),
+        "th_member": ir.seq(ir.Literal(",th:"), ir.Ref("one")),
+        "one": ir.Literal("1"),
+        "extra": ir.seq(ir.Ref("key"), ir.Literal(":"), Q, Q),
+        "key": ir.Repeat(ir.CharClass("a-z"), 1, None),
+    })
+
+
+@pytest.mark.parametrize("text", ['{a:1,th:1}', '{a:1,ta:<|"|><|"|>}', '{a:1,th:1,tb:<|"|><|"|>}',
+                                  '{a:1,th:<|"|><|"|>}', '{a:1,t:<|"|><|"|>,th:1}'])
+def test_llguidance_export_takes_text_a_separator_lexeme_shares(text):
+    matcher = Matcher(dialects.to_llguidance(_member_and_separator()))
+    assert matcher.accepts(text), (text, matcher.accepted_prefix(text))
+
+
+@pytest.mark.parametrize("text", ['{a:1,th:2}', '{a:1,,}', '{a:1,tA:<|"|><|"|>}'])
+def test_llguidance_export_still_refuses(text):
+    assert not Matcher(dialects.to_llguidance(_member_and_separator())).accepts(text)
+
+
+def test_greedy_safety_leaves_the_plain_exports_alone():
+    # the format's own lexemes were built to be greedy-safe: nothing to unfold or split there
+    for scope in ("call", "output"):
+        g = constrain.ir_grammar(scope=scope)
+        folded, split = dialects.greedy_safe(g, dialects.regular_rules(g))
+        assert folded == dialects.regular_rules(g) - {g.start} and not split
