@@ -228,25 +228,49 @@ def test_output_mutants_agree_with_parse_model_output(output_matchers, engine, d
     assert output_matchers[engine].accepts(text) == ok, text
 
 
-@settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-@given(data=st.data())
-def test_output_lark_export(data):
-    """The Lark export takes every canonical turn and nothing the parser refuses. (Python Lark
-    matches a terminal with `re.match`, which stops at the first alternative that matches, so on
-    some odd free text it can miss a longer match: docs/constrained-decoding.md.)"""
+def _lark_parses(text):
     import lark
 
-    def parses(text):
-        try:
-            _output_lark().parse(text)
-            return True
-        except lark.exceptions.LarkError:
-            return False
+    try:
+        _output_lark().parse(text)
+        return True
+    except lark.exceptions.LarkError:
+        return False
 
+
+def _marker_prefix_in_text(text):
+    """Whether `text`, its markers taken out, still holds `<|`: free text where Python's `re`
+    (first alternative wins) can stop a terminal early."""
+    for marker in sorted(tokens.CONTROL_TOKENS, key=len, reverse=True):
+        text = text.replace(marker, "")
+    return "<|" in text
+
+
+@settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_output_lark_export_refuses_what_the_parser_refuses(data):
     text = data.draw(fuzz.canonical_streams())
-    assert parses(text), text
     mutant = data.draw(fuzz.mutated(text))
-    assert output_ok(mutant) or not parses(mutant), mutant
+    assert output_ok(mutant) or not _lark_parses(mutant), mutant
+
+
+@settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_output_lark_export_takes_canonical_turns(data):
+    """Every canonical turn whose free text holds no `<|` but in markers (the documented limit of
+    the Lark export: docs/constrained-decoding.md; the test below pins it)."""
+    text = data.draw(fuzz.canonical_streams())
+    if not _marker_prefix_in_text(text):
+        assert _lark_parses(text), text
+
+
+@pytest.mark.xfail(strict=True, reason="Python Lark matches a terminal with re.match: the first alternative"
+                                       " that matches wins, so free text with `<|` that is no marker can be"
+                                       " cut short (docs/constrained-decoding.md); llguidance and GBNF take it")
+@pytest.mark.parametrize("text", ["<|tool_c0", 'a <|c"h b'])
+def test_output_lark_export_misses_free_text_with_a_marker_prefix(text):
+    assert output_ok(text)
+    assert _lark_parses(text)
 
 
 @functools.lru_cache(maxsize=1)
