@@ -58,44 +58,12 @@ def regular_rules(grammar: Grammar) -> frozenset[str]:
     if missing:
         raise ValueError(f"rule {missing[0]!r} is referred to but not defined")
     edges = {name: list(dict.fromkeys(refs(body))) for name, body in grammar.rules.items()}
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
     verdict: dict[str, bool] = {}
-    for root in grammar.rules:
-        if root in index:
-            continue
-        work = [(root, 0)]
-        while work:
-            name, i = work.pop()
-            if i == 0:
-                index[name] = low[name] = len(index)
-                stack.append(name)
-                on_stack.add(name)
-            if i < len(edges[name]):
-                work.append((name, i + 1))
-                target = edges[name][i]
-                if target not in index:
-                    work.append((target, 0))
-                elif target in on_stack:
-                    low[name] = min(low[name], index[target])
-                continue
-            for target in edges[name]:  # the children walked from here are done: take their low
-                if target in on_stack:
-                    low[name] = min(low[name], low[target])
-            if low[name] == index[name]:  # the root of a component: pop it, children decided
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == name:
-                        break
-                cyclic = len(component) > 1 or name in edges[name]
-                for member in component:
-                    verdict[member] = (not cyclic and not _has_special(grammar.rules[member])
-                                       and all(verdict[t] for t in edges[member]))
+    for component in _components(edges):  # each after every component it reaches: children decided
+        cyclic = len(component) > 1 or component[0] in edges[component[0]]
+        for member in component:
+            verdict[member] = (not cyclic and not _has_special(grammar.rules[member])
+                               and all(verdict[t] for t in edges[member]))
     return frozenset(name for name in grammar.rules if verdict[name])
 
 

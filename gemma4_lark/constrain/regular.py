@@ -25,7 +25,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .ir import MAX_CODE_POINT, CharClass, Choice, Expr, Literal, Repeat, Seq, char_class, choice, merge_ranges, seq
+from .ir import (
+    MAX_CODE_POINT, CharClass, Choice, Expr, Literal, Repeat, Seq, char_class, choice, complement_ranges, merge_ranges, seq,
+)
 
 try:  # Python 3.11+
     from re import _parser as sre_parse  # type: ignore[attr-defined]
@@ -132,14 +134,7 @@ def _sre_class(items) -> tuple:
 
 def _negate(ranges) -> tuple:
     """The complement within text (never MARK or END)."""
-    out, at = [], 0
-    for lo, hi in merge_ranges(ranges):
-        if lo > at:
-            out.append((at, lo - 1))
-        at = hi + 1
-    if at <= MAX_CODE_POINT:
-        out.append((at, MAX_CODE_POINT))
-    return tuple(out)
+    return complement_ranges(merge_ranges(ranges))
 
 
 def _ranges_in(tree, acc: set):
