@@ -37,7 +37,7 @@ class ParsedOutput:
     events: list[Event] = field(default_factory=list, repr=False)
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
-    def to_openai(self) -> dict:
+    def to_openai(self) -> dict[str, Any]:
         """The output as an OpenAI chat-completions assistant message: the same as
         `gemma4_incremental.openai.to_openai_message(self)` (see there and docs/serving.md).
 

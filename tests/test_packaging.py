@@ -52,6 +52,23 @@ def test_wheel_installs_and_parses(tmp_path):
     assert value == "1"
     assert used_tables == same_lark  # the stored tables serve whenever the installed Lark wrote them
 
+    # Every subpackage ships, and works without extras: the exports, messages in, OpenAI serving.
+    # Decoding against tools needs the `schema` extra, and says so.
+    code = ("from gemma4_lark import constrain, render, schema; import gemma4_incremental.integrations.base; "
+            "from gemma4_incremental.openai import OpenAIStream, to_openai_message; "
+            "from gemma4_incremental import parse_output; "
+            "tools = [{'name': 'f', 'parameters': {'type': 'object', 'properties': {'a': {'type': 'string'}}}}]; "
+            "print(constrain.grammar('gbnf', scope='output').startswith('root ::='), "
+            "constrain.structural_tag(tools)['type'], "
+            "to_openai_message(parse_output('<|tool_call>call:f{a:1}<tool_call|>'))['tool_calls'][0]['type']); "
+            "parse_output('', tools=tools)")
+    result = subprocess.run([str(python), "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert result.stdout.split() == ["True", "structural_tag", "function"], result.stdout + result.stderr
+    assert "ImportError" in result.stderr and "gemma4-lark[schema]" in result.stderr, result.stderr
+    result = subprocess.run([str(env / "bin" / "gemma4-lark"), "grammar", "--format", "llguidance"],
+                            cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert result.stdout.startswith("%llguidance"), result.stdout[:200]
+
     # railroad-diagrams is not a dependency: `docs` says what to install, without a traceback.
     result = subprocess.run([str(env / "bin" / "gemma4-lark"), "docs", "--out", str(tmp_path / "spec")],
                             cwd=tmp_path, capture_output=True, text=True)

@@ -14,7 +14,8 @@ from typing import Any
 
 from . import ir
 from .dialects import PRINTERS
-from .structural_tag import structural_tag  # the function (it shadows its module's name here)
+# The function (it shadows its module's name here); `as` marks it re-exported, for type checkers.
+from .structural_tag import structural_tag as structural_tag
 
 FORMATS = tuple(PRINTERS)
 SCOPES = ("call", "output")

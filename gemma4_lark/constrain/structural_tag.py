@@ -44,7 +44,7 @@ def _tag(name: str, grammar: ir.Grammar) -> dict:
     }
 
 
-def structural_tag(tools: Any, *, tool_choice: Any = "auto", thinking: bool = True) -> dict:
+def structural_tag(tools: Any, *, tool_choice: Any = "auto", thinking: bool = True) -> dict[str, Any]:
     """The structural tag for `tools` (OpenAI-style or bare function schemas), as a JSON-able dict.
 
     `tool_choice`: "auto" (text, and calls where the model opens one), "required" (at least one

@@ -18,8 +18,13 @@ from __future__ import annotations
 from typing import Any, List
 
 from gemma4_lark import tokens
-from sglang.srt.function_call.base_format_detector import BaseFormatDetector
-from sglang.srt.function_call.core_types import StreamingParseResult, StructureInfo, ToolCallItem
+
+try:
+    from sglang.srt.function_call.base_format_detector import BaseFormatDetector
+    from sglang.srt.function_call.core_types import StreamingParseResult, StructureInfo, ToolCallItem
+except ImportError as error:  # no SGLang, or one whose modules moved: say which adapter and why
+    raise type(error)(f"{__name__} is an SGLang adapter (written against SGLang 0.5.23) and needs SGLang: {error}",
+                      name=error.name, path=error.path) from error
 
 from ..parser import StreamParser
 from .base import Delta, ToolCallDeltas, extract_calls, stream_parser_options

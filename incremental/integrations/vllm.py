@@ -24,11 +24,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from gemma4_lark import tokens
-from vllm.entrypoints.generate.base.protocol import (
-    DeltaFunctionCall, DeltaMessage, DeltaToolCall, ExtractedToolCallInformation, FunctionCall, ToolCall,
-)
-from vllm.reasoning.abs_reasoning_parsers import ReasoningParser, ReasoningParserManager
-from vllm.tool_parsers.abstract_tool_parser import ToolParser, ToolParserManager
+
+try:
+    from vllm.entrypoints.generate.base.protocol import (
+        DeltaFunctionCall, DeltaMessage, DeltaToolCall, ExtractedToolCallInformation, FunctionCall, ToolCall,
+    )
+    from vllm.reasoning.abs_reasoning_parsers import ReasoningParser, ReasoningParserManager
+    from vllm.tool_parsers.abstract_tool_parser import ToolParser, ToolParserManager
+except ImportError as error:  # no vLLM, or one whose modules moved: say which adapter and why
+    raise type(error)(f"{__name__} is a vLLM adapter (written against vLLM 0.33) and needs vLLM: {error}",
+                      name=error.name, path=error.path) from error
 
 from ..parser import StreamParser
 from .base import Delta, MarkerIds, ThoughtGate, ToolCallDeltas, extract_calls, split_reasoning, stream_parser_options

@@ -101,3 +101,44 @@ assert_type(transcript, str)
 omp_messages = read_omp(transcript)
 assert_type(omp_messages, list[dict[str, Any]])
 assert omp_messages[0]["content"] == "Weather in Tokyo?"
+
+# Serving behind the OpenAI API (docs/serving.md).
+from gemma4_incremental.openai import OpenAIStream, to_openai_message
+
+message = to_openai_message(parsed)
+assert_type(message, dict[str, Any])
+assert_type(parsed.to_openai(), dict[str, Any])
+assert message["tool_calls"][0]["function"]["name"] == "get_weather"
+stream = OpenAIStream(StreamParser(), model="gemma-4")
+chunks = stream.feed("Sure." + BLOCK)
+assert_type(chunks, list[dict[str, Any]])
+assert_type(stream.flush(), list[dict[str, Any]])
+assert_type(stream.completion_id, str)
+
+# Decoding against the declared tools (docs/schema.md).
+from gemma4_lark.diagnostics import Diagnostic
+from gemma4_lark.tools import Tool, read_tools
+
+declared = read_tools(tools)
+assert_type(declared, tuple[Tool, ...])
+assert_type(declared[0].name, str)
+typed = parse_output('<|tool_call>call:get_weather{location:02134}<tool_call|>', tools=tools, tool_choice="required")
+assert typed.calls[0].arguments == {"location": "02134"}
+assert_type(typed.diagnostics, list[Diagnostic])
+assert_type(typed.calls[0].diagnostics, list[Diagnostic])
+refused = parse_output('<|tool_call>call:nope{}<tool_call|>', tools=tools)
+assert_type(refused.errors[0].code, str)
+assert refused.errors[0].code == "unknown-tool"
+checked = StreamParser(tools=tools, tool_choice={"type": "function", "function": {"name": "get_weather"}})
+assert_type(checked.diagnostics, list[Diagnostic])
+assert_type(StreamParser.for_prompt(prompt, tools=tools), StreamParser)
+assert_type(g.validate(BLOCK, tools=tools), list[g.Diagnostic])
+
+# Constrained decoding (docs/constrained-decoding.md).
+from gemma4_lark import constrain
+
+assert_type(constrain.grammar("llguidance"), str)
+assert_type(constrain.grammar("gbnf", scope="output", tools=tools, tool_choice="auto", thinking=False), str)
+tag = constrain.structural_tag(tools, tool_choice="required")
+assert_type(tag, dict[str, Any])
+assert tag["type"] == "structural_tag"
