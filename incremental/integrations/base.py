@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from gemma4_lark import tokens
 from gemma4_lark.events import ThinkingDelta, ThinkingEnd, ThinkingStart
 from gemma4_lark.schema.registry import compile_tools
-from gemma4_lark.tools import read_tool_choice, read_tools
+from gemma4_lark.tools import read_tool_choice
 from ..openai import OpenAIStream, to_openai_message
 from ..output import parse_output
 from ..parser import StreamParser
@@ -55,13 +55,12 @@ def stream_parser_options(tools: Any = None, tool_choice: Any = None) -> dict[st
     parser decode against them (docs/schema.md: an undeclared name is never a call, scalars are
     typed by the schema); a request without tools leaves decoding as it is.
     """
-    declared = plain(tools) if tools else None
+    registry = compile_tools(plain(tools) if tools else None)  # reads the tools, checks each schema
     choice = plain(tool_choice)
-    read_tool_choice(choice, read_tools(declared))
-    compile_tools(declared)  # an invalid schema too (cached by content: the parser's is a hit)
+    read_tool_choice(choice, registry.tools if registry is not None else ())
     options: dict[str, Any] = {}
-    if declared:
-        options["tools"] = declared
+    if registry is not None:
+        options["tools"] = registry  # compiled once here: the parser takes it as it is
         options["tool_choice"] = choice
     return options
 
