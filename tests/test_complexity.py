@@ -11,11 +11,11 @@ time is asserted. To guard another entry point, add it to `ENTRY_POINTS` with th
 
 import importlib.util
 import sys
-import time
 
 import pytest
 
 from conftest import REPO
+from timing import best_cpu_seconds
 
 _spec = importlib.util.spec_from_file_location("adversarial_bench", REPO / "bench" / "adversarial_bench.py")
 bench = sys.modules["adversarial_bench"] = importlib.util.module_from_spec(_spec)
@@ -41,12 +41,7 @@ ENTRY_POINTS = {
 
 
 def _cpu_time(entry, case) -> float:
-    best = float("inf")
-    for _ in range(3):
-        start = time.process_time()
-        entry(case)
-        best = min(best, time.process_time() - start)
-    return best
+    return best_cpu_seconds(lambda: entry(case))
 
 
 @pytest.mark.parametrize("entry_name, shape", [(e, s) for e, shapes in ENTRY_POINTS.items() for s in shapes])

@@ -18,6 +18,7 @@ from conftest import numbers_by_value
 openai = pytest.importorskip("openai")
 from openai.lib.streaming.chat import ChatCompletionStreamState  # noqa: E402
 from openai.types.chat import ChatCompletionChunk  # noqa: E402
+from timing import best_cpu_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 STREAMS = sorted((ROOT / "tests" / "conformance" / "streams").glob("*.json"))
@@ -411,20 +412,17 @@ def test_streaming_arguments_is_linear(shape):
     """Complexity guard (sizes within one run, generous ratio): the argument stream over 1-character
     pieces of arguments twice as long takes about twice as long, whatever the shape. (The argument
     stream alone: decoding the finished block is the strict parser's cost.)"""
-    import time
 
     from gemma4_incremental.arguments import ArgumentStream
 
     def cost(n):
         pieces = list(shape(n))
-        best = float("inf")
-        for _ in range(3):
-            start = time.perf_counter()
+
+        def feed_all():
             arguments = ArgumentStream()
             for piece in pieces:
                 arguments.feed(piece)
-            best = min(best, time.perf_counter() - start)
-        return best
+        return best_cpu_seconds(feed_all)
 
     cost(20000)  # warm up
     assert cost(80000) / cost(40000) < 3.0

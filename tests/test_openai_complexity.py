@@ -3,7 +3,6 @@ guards: sizes compared within one run, generous ratios, never an absolute time),
 for a string argument's content sends exactly what the argument stream would."""
 
 import json
-import time
 
 from hypothesis import given, settings, strategies as st
 
@@ -12,6 +11,7 @@ from gemma4_incremental.arguments import ArgumentStream
 from gemma4_incremental.openai import OpenAIStream, to_openai_message
 
 from stream_helpers import counter_ids
+from timing import best_cpu_seconds
 
 D = '<|"|>'
 OPEN = "<|tool_call>call:f"
@@ -32,15 +32,13 @@ SHAPES = {
 
 def _stream_cost(text: str, size: int) -> float:
     pieces = [text[i:i + size] for i in range(0, len(text), size)]
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
+
+    def stream_all():
         stream = OpenAIStream(StreamParser(), stream_arguments=True, completion_id="c", created=0)
         for piece in pieces:
             stream.feed(piece)
         stream.flush()
-        best = min(best, time.perf_counter() - start)
-    return best
+    return best_cpu_seconds(stream_all)
 
 
 def test_streaming_arguments_end_to_end_is_linear_in_every_shape():

@@ -2,7 +2,6 @@
 `$ref`s, huge enums, deep nesting, anchors), a JSON-quoted key after a string run, and the bounds
 of the compiled-tools cache. Complexity guards compare sizes within one run, never absolute times."""
 
-import time
 
 import pytest
 
@@ -10,19 +9,11 @@ import gemma4_lark as g
 from gemma4_incremental import parse_output
 from gemma4_lark.schema import registry
 from gemma4_lark.tools import ShapeError
+from timing import best_cpu_seconds
 
 D = "<|\"|>"
 GROWTH = 4
 MAX_RATIO = 8.0  # linear: about 4 (or 1 where the size does not matter); quadratic: 16; exponential: more
-
-
-def _cpu_time(run) -> float:
-    best = float("inf")
-    for _ in range(3):
-        start = time.process_time()
-        run()
-        best = min(best, time.process_time() - start)
-    return best
 
 
 def _call(body, name="t"):
@@ -54,8 +45,8 @@ def test_unions_sharing_branches_through_refs_are_read_once_per_schema_not_per_p
     for tools in (small, large):
         found = _one(_call(body), tools)
         assert found.arguments == {"a": expected} and [d.code for d in found.diagnostics] == ["coerced"]
-    small_time = _cpu_time(lambda: parse_output(_call(body), tools=small))
-    ratio = _cpu_time(lambda: parse_output(_call(body), tools=large)) / max(small_time, 1e-3)
+    small_time = best_cpu_seconds(lambda: parse_output(_call(body), tools=small))
+    ratio = best_cpu_seconds(lambda: parse_output(_call(body), tools=large)) / max(small_time, 1e-3)
     assert ratio < MAX_RATIO, f"{key}: 256x the paths through the unions took {ratio:.1f}x the time"
 
 
@@ -71,8 +62,8 @@ def test_a_huge_enum_costs_once_per_call_not_once_per_value():
     small, large = case(size), case(size * GROWTH)
     found = _one(large[1], large[0])
     assert found.arguments["a"][:3] == ["0", "1", "2"] and "schema" not in [d.code for d in found.diagnostics]
-    small_time = _cpu_time(lambda: parse_output(small[1], tools=small[0]))
-    ratio = _cpu_time(lambda: parse_output(large[1], tools=large[0])) / max(small_time, 1e-3)
+    small_time = best_cpu_seconds(lambda: parse_output(small[1], tools=small[0]))
+    ratio = best_cpu_seconds(lambda: parse_output(large[1], tools=large[0])) / max(small_time, 1e-3)
     assert ratio < MAX_RATIO, f"{GROWTH}x the values and the enum took {ratio:.1f}x the time"
 
 
@@ -152,8 +143,8 @@ def test_a_pattern_property_never_backtracks_without_bound():
 
     for n in (14, 22):
         assert _one(text(n), tools).arguments == {"a" * n + "-": 1, "b": "02", "aaa": "03"}
-    small_time = _cpu_time(lambda: parse_output(text(14), tools=tools))
-    ratio = _cpu_time(lambda: parse_output(text(22), tools=tools)) / max(small_time, 1e-3)
+    small_time = best_cpu_seconds(lambda: parse_output(text(14), tools=tools))
+    ratio = best_cpu_seconds(lambda: parse_output(text(22), tools=tools)) / max(small_time, 1e-3)
     assert ratio < MAX_RATIO, f"8 more characters of key took {ratio:.1f}x the time"
 
 

@@ -5,7 +5,6 @@ mode leaves it where it is, and the whole-output grammar refuses it.
 Every case runs at every chunking: whole, 1 character, 4 characters, and random splits."""
 
 import random
-import time
 
 import pytest
 from hypothesis import given, strategies as st
@@ -15,6 +14,7 @@ from gemma4_incremental import StrayMarkup, StreamParser, Text, ThinkingDelta, p
 from gemma4_incremental.openai import OpenAIStream, to_openai_message
 
 from stream_helpers import assert_tiles, counter_ids, merged, run, split_every
+from timing import best_cpu_seconds
 
 D = '<|"|>'
 CALL = "<|tool_call>call:f{a:1}<tool_call|>"
@@ -256,15 +256,12 @@ _SHAPES = {
 
 
 def _cpu(text, size):
-    best = float("inf")
-    for _ in range(3):
-        start = time.process_time()
+    def feed_all():
         parser = StreamParser()
         for i in range(0, len(text), size):
             parser.feed(text[i:i + size])
         parser.flush()
-        best = min(best, time.process_time() - start)
-    return best
+    return best_cpu_seconds(feed_all)
 
 
 @pytest.mark.parametrize("shape", sorted(_SHAPES))

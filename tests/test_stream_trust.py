@@ -5,7 +5,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 import tracemalloc
 
 import pytest
@@ -19,6 +18,7 @@ from gemma4_lark.diagnostics import Diagnostic
 from gemma4_lark.reference import decode_call, decode_calls
 
 from stream_helpers import assert_tiles, merged, run, split_every
+from timing import best_cpu_seconds
 
 D = '<|"|>'
 CALL = "<|tool_call>call:get_weather{city:" + D + "Paris" + D + "}<tool_call|>"
@@ -46,21 +46,12 @@ RECOVERY_SHAPES = {
 }
 
 
-def _best_time(fn, repeat=3):
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 @pytest.mark.parametrize("shape", sorted(RECOVERY_SHAPES))
 def test_lenient_stream_is_linear_in_the_number_of_recoveries(shape):
     """4x the input must cost well under 16x (quadratic) the time: the guard allows 8x."""
     small, large = (RECOVERY_SHAPES[shape](n) for n in (25_000, 100_000))
-    t_small = _best_time(lambda: parse_output(small))
-    t_large = _best_time(lambda: parse_output(large))
+    t_small = best_cpu_seconds(lambda: parse_output(small))
+    t_large = best_cpu_seconds(lambda: parse_output(large))
     assert t_large < 8 * t_small + 0.05, (shape, t_small, t_large)
 
 
@@ -483,6 +474,6 @@ def test_bare_blocks_cost_linear_time(shape):
     """4x the input must cost well under 16x (quadratic) the time: the guard allows 8x."""
     small, large = (BARE_SHAPES[shape](n) for n in (25_000, 100_000))
     for chunks in (lambda t: [t], lambda t: split_every(t, 7)):
-        t_small = _best_time(lambda: run(chunks(small)))
-        t_large = _best_time(lambda: run(chunks(large)))
+        t_small = best_cpu_seconds(lambda: run(chunks(small)))
+        t_large = best_cpu_seconds(lambda: run(chunks(large)))
         assert t_large < 8 * t_small + 0.05, (shape, t_small, t_large)
