@@ -28,12 +28,17 @@ SETTINGS = settings(max_examples=80, deadline=None, database=None,
 STRUCTURE = set(" \t\r\n,{}[]")
 
 
+def engine_matchers(scope: str) -> dict:
+    """llguidance's matcher over the llguidance export, and over the GBNF export as its reader takes it."""
+    return {
+        "llguidance": Matcher(constrain.grammar("llguidance", scope=scope)),
+        "gbnf": Matcher(gbnf_as_llguidance(constrain.grammar("gbnf", scope=scope))),
+    }
+
+
 @pytest.fixture(scope="module")
 def call_matchers():
-    return {
-        "llguidance": Matcher(constrain.grammar("llguidance", scope="call")),
-        "gbnf": Matcher(gbnf_as_llguidance(constrain.grammar("gbnf", scope="call"))),
-    }
+    return engine_matchers("call")
 
 
 @pytest.fixture(scope="module")
@@ -198,10 +203,7 @@ def output_ok(text: str) -> bool:
 
 @pytest.fixture(scope="module")
 def output_matchers():
-    return {
-        "llguidance": Matcher(constrain.grammar("llguidance", scope="output")),
-        "gbnf": Matcher(gbnf_as_llguidance(constrain.grammar("gbnf", scope="output"))),
-    }
+    return engine_matchers("output")
 
 
 @pytest.fixture(scope="module")
