@@ -452,7 +452,6 @@ class _Automata:
         then find neither `b` complete nor any way on: some text of `a`, then two or more
         characters that start a follower, of which all but the last keep `b` alive (and
         incomplete) and the last ends it while the follower goes on."""
-        from . import regular
         if a[0] == "sp" or b[0] == "sp":
             return False
         if a[0] == "lit" and b[0] == "term" and len(a[1]) not in self.reach(Ref(b[1]), a[1], frozenset({0})):

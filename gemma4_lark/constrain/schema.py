@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Literal as TypingLiteral, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
 
 from .. import tokens
 from ..grammar import BLOCK_STARTS, terminal_literal, terminals

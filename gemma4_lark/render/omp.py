@@ -19,7 +19,7 @@ from . import js
 from ..parser import DEFAULT_MAX_DEPTH
 from .safety import check_name, check_policy, guard, guard_run
 from .shapes import check_transcript, check_unmatched_policy, expect
-from .values import ValueWriter, check_depth, key_bare_if_possible
+from .values import ValueWriter, key_bare_if_possible
 
 def _finite_number(value) -> str:
     """JavaScript's text for a number; NaN and the infinities (which OMP writes as `NaN` and
