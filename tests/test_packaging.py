@@ -26,7 +26,7 @@ def test_runtime_dependencies_are_lark_and_jsonschema_rs():
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert [d.split(">")[0].split("=")[0] for d in project["dependencies"]] == ["lark", "jsonschema-rs"]
-    assert "railroad-diagrams>=3.0.0" in project["optional-dependencies"]["docs"]
+    assert "railroad-diagrams>=3.0.1" in project["optional-dependencies"]["docs"]
 
 
 # vLLM 0.32 and 0.33 pin lark==1.2.2 (requirements/common.txt): what a user's vLLM venv holds.
