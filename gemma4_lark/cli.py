@@ -331,7 +331,7 @@ def cmd_validate(args) -> int:
     return 1 if tally.invalid or tally.no_output else 0
 
 
-# --- decode, conformance, render, docs ----------------------------------------------------------
+# --- decode, render, docs ----------------------------------------------------------
 def cmd_decode(args) -> int:
     text = read_text(args.file)
     start, _ = _kind(text)
@@ -351,14 +351,6 @@ def cmd_decode(args) -> int:
     except RecursionError:
         raise CommandError(f"{name}: the decoded value nests too deeply to write as JSON (lower --max-depth)",
                            code=1) from None
-    return 0
-
-
-def cmd_conformance(args) -> int:
-    from .conformance import export
-
-    counts = export(args.directory)
-    print(f"wrote {counts['valid']} valid, {counts['invalid']} invalid and {counts['streams']} stream cases to {args.directory}")
     return 0
 
 
@@ -564,11 +556,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where the pages go (default docs/spec, relative to the current directory)")
     p.add_argument("--check", action="store_true", help="exit 1 listing stale files instead of writing")
     p.set_defaults(run=cmd_docs)
-
-    p = sub.add_parser("conformance", help="the conformance corpus, for other implementations")
-    p.add_argument("action", choices=["export"], help="export: write the corpus as files")
-    p.add_argument("directory", metavar="DIR", help="where to write it (its valid/, invalid/ and streams/ are replaced)")
-    p.set_defaults(run=cmd_conformance)
 
     p = sub.add_parser("render", help="render a conversation as a Gemma 4 prompt")
     p.add_argument("messages", metavar="messages.json",
