@@ -138,3 +138,26 @@ def test_export_copies_the_files_and_the_manifest(tmp_path):
     counts = export(tmp_path)
     assert check_manifest(tmp_path) == []
     assert counts["valid"] >= 80 and counts["sent to targets"] == len(target_cases())
+
+
+def _page_blocks(kind):
+    import re
+    page = (pathlib.Path(__file__).parent.parent / "docs" / "conformance.md").read_text(encoding="utf-8")
+    return re.findall(rf"```{kind}\n(.*?)```", page, re.S)
+
+
+def test_the_pages_target_passes_and_its_report_example_has_the_reports_keys(capsys, tmp_path):
+    [block] = _page_blocks("python")
+    target = tmp_path / "my_target.py"
+    target.write_text(block)
+    code, out, report = _run(capsys, tmp_path, f"{sys.executable} {target}")
+    assert code == 0, out
+    example = json.loads(_page_blocks("json")[0])
+    assert example.keys() == report.keys()
+    assert example["failed"][0].keys() == {"id", "category", "input", "expected", "got"}
+    assert example["smallest"]["accepts-invalid"].keys() == {"id", "original_length", "category", "input", "expected", "got"}
+    # the example's failure is what a target that accepts the trailing comma gets
+    failure = example["failed"][0]
+    case = next(c for c in target_cases() if c.id == failure["id"])
+    assert case.request["text"] == failure["input"] and same(case.answer, failure["expected"])
+    assert categorize(failure["expected"], failure["got"]) == failure["category"]
