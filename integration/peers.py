@@ -232,7 +232,7 @@ def report(cache: pathlib.Path, out: pathlib.Path) -> None:
         name = f"{peer} {version(cache, peer)}"
         rows.append(f"| {name} | {result.cases} | {result.passed} | " + " | ".join(str(tally.get(c, 0)) for c in CATEGORIES)
                     + f" | {time.monotonic() - start:.0f} s |")
-        details.append(f"\n### {name}\n")
+        details.append(f"\n### {name}\n\n{PEERS[peer].get('note', '')}\n")
         if not result.failed:
             details.append("Agrees with the kit on every case.\n")
         for category in CATEGORIES:
