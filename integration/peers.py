@@ -8,7 +8,9 @@ conformance-peers`.
     python integration/peers.py serve PEER CACHE   the peer as a conformance target (JSONL protocol)
 
 Each adapter takes the path its project's server takes for a finished (non-streamed) output: the
-reasoning parser first where the project has one, then the tool parser on what is left. A request
+reasoning parser first where the project has one, then the tool parser on what is left. The stop
+markers (`<turn|>`, `<eos>`, `<|tool_response>`) are taken out of the text first: they are
+end-of-sequence tokens, which an engine does not pass to its parsers. A request
 declares as its tools every name the output writes after `call:`, as a real request would declare
 the tools the model calls, so no peer drops a call for an undeclared name. An exception of the
 peer's parser is answered as {"error"} (a crash the process survives).
@@ -78,6 +80,26 @@ def activate(cache: pathlib.Path, peer: str) -> None:
     sys.meta_path.append(harness.StubFinder(frozenset(stubs), aliases, {k: v for k, v in versions.items() if k != package}))
 
 
+STOP_MARKERS = ("<turn|>", "<eos>", "<|tool_response>")
+
+
+def _without_stop_markers(text: str) -> str:
+    for marker in STOP_MARKERS:
+        text = text.replace(marker, "")
+    return text
+
+
+def _json_safe(value):
+    """NaN and infinities (a peer's reading of `NaN` or `1e1000`) as strings that say so: JSON has none."""
+    if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
+        return f"{value!r} (a float)"
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    return value
+
+
 def _declared_names(text: str) -> list[str]:
     """Every name written after `call:` (up to the next `{`, at most 100 characters)."""
     names, at = [], text.find("call:")
@@ -106,7 +128,7 @@ def vllm_adapter():
     tool_cls = ToolParserManager.get_tool_parser("gemma4")
     reasoning_cls = ReasoningParserManager.get_reasoning_parser("gemma4")
 
-    def answer(text):
+    def answer(text, options):
         tools = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in _declared_names(text)]
         request = ChatCompletionRequest(model="gemma-4", messages=[{"role": "user", "content": "hi"}],
                                         tools=tools or None, tool_choice="auto" if tools else "none")
@@ -123,7 +145,7 @@ def sglang_adapter():
     from sglang.srt.function_call.function_call_parser import FunctionCallParser
     from sglang.srt.parser.reasoning_parser import ReasoningParser
 
-    def answer(text):
+    def answer(text, options):
         tools = [Tool(type="function", function={"name": n, "parameters": {"type": "object"}}) for n in _declared_names(text)]
         _, normal = ReasoningParser(model_type="gemma4", stream_reasoning=False).parse_non_stream(text)
         content, calls = FunctionCallParser(tools=tools, tool_call_parser="gemma4").parse_non_stream(normal or "")
@@ -143,9 +165,10 @@ def mlx_lm_adapter():
         "tool": [(gemma4.tool_call_end, "normal")],
     })
 
-    def answer(text):
-        # the server's loop (server.py, handle_completion): text by state, each tool text parsed
-        state = machine.make_state("normal")
+    def answer(text, options):
+        # the server's loop (server.py, handle_completion): text by state, each tool text parsed;
+        # a prompt that ends in the thinking prefill starts the machine in "reasoning"
+        state = machine.make_state("reasoning" if options.get("start_in_thinking") else "normal")
         state, segments = TextStateMachine.split(state, text)
         state, current = TextStateMachine.discard(state)
         segments.append((current, ""))
@@ -179,8 +202,9 @@ def transformers_adapter():
 
     template = _RESPONSE_TEMPLATE_FALLBACKS[("gemma4",)]
 
-    def answer(text):
-        message = parse_response(text, template, prefix="<|turn>model\n")
+    def answer(text, options):
+        prefix = "<|turn>model\n" + ("<|channel>thought\n" if options.get("start_in_thinking") else "")
+        message = parse_response(text, template, prefix=prefix)
         calls = []
         for call in message.get("tool_calls") or []:
             arguments = call["function"]["arguments"]
@@ -202,7 +226,8 @@ def serve(peer: str, cache: pathlib.Path) -> None:
     answer = ADAPTERS[peer]()
     for line in sys.stdin:
         try:
-            result = answer(json.loads(line)["text"])
+            request = json.loads(line)
+            result = _json_safe(answer(_without_stop_markers(request["text"]), request.get("options") or {}))
         except Exception as err:  # noqa: BLE001 - the peer's exception is its answer
             result = {"error": f"{type(err).__name__}: {str(err)[:200]}"}
         sys.stdout.write(json.dumps(result) + "\n")
@@ -210,10 +235,12 @@ def serve(peer: str, cache: pathlib.Path) -> None:
 
 
 # --- the report -----------------------------------------------------------------------------------------
-def _cell(text: str, width: int = 70) -> str:
-    shown = json.dumps(text, ensure_ascii=False)[1:-1]
+def _cell(value, width: int = 200) -> str:
+    """A code span: an input with its newlines and tabs escaped, an answer as JSON."""
+    shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    shown = shown.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t") if isinstance(value, str) else shown
     shown = shown if len(shown) <= width else shown[:width - 1] + "…"
-    return "`" + shown.replace("|", "\\|").replace("`", "'") + "`"
+    return "`` " + shown + " ``"  # (in a list item: a `|` needs no escape)
 
 
 def report(cache: pathlib.Path, out: pathlib.Path) -> None:
@@ -241,10 +268,12 @@ def report(cache: pathlib.Path, out: pathlib.Path) -> None:
                 continue
             first = failures[0]
             shrunk, origin, length = result.smallest[category]
-            details.append(f"- **{category}** ({len(failures)}): first `{first.id}`; smallest, shrunk from `{origin}`"
-                           f" ({length} to {len(shrunk.request['text'])} characters): input {_cell(shrunk.request['text'])},"
-                           f" expected {_cell(json.dumps(shrunk.expected, ensure_ascii=False))},"
-                           f" got {_cell(shrunk.got if isinstance(shrunk.got, str) else json.dumps(shrunk.got, ensure_ascii=False))}")
+            options = f" (options {_cell(shrunk.request['options'])})" if shrunk.request.get("options") else ""
+            details.append(f"- **{category}**: {len(failures)} case(s), the first `{first.id}`. Smallest input, shrunk from"
+                           f" `{origin}` ({length} to {len(shrunk.request['text'])} characters){options}:\n"
+                           f"  - input {_cell(shrunk.request['text'])}\n"
+                           f"  - expected {_cell(shrunk.expected)}\n"
+                           f"  - got {_cell(shrunk.got) if not isinstance(shrunk.got, str) else shrunk.got}")
     header = ("| implementation | cases | passed | " + " | ".join(CATEGORIES) + " | time |\n"
               "|---|---|---|" + "---|" * len(CATEGORIES) + "---|")
     out.write_text(f"""# Conformance of other Gemma 4 parsers
@@ -255,7 +284,11 @@ Generated by `make conformance-peers` ({time.strftime('%Y-%m-%d', time.gmtime())
 wheel, through the path its server takes for a finished output (integration/peers.py). The
 expected answers are this project's; the categories are in
 [conformance.md](conformance.md#categories). Text is compared without whitespace at its two ends.
-A crash here is an exception the parser raised; a timeout is no answer in 5 s.
+A crash here is an exception the parser raised; a timeout is no answer in 5 s. Each request declares
+the tools the output calls; stop markers are taken out of the text before a peer sees it, as an
+engine does (integration/peers.py says why). `input` below shows newlines as `\\n`; `got` is the
+peer's answer, or what happened. The full reports (every failure) are written beside the wheels,
+in `.cache/peers/PEER-report.json`.
 
 {header}
 {chr(10).join(rows)}
