@@ -79,5 +79,18 @@ integration-xgrammar:
 	cd integration/xgrammar && ../../$(XGRAMMAR_VENV)/bin/python -m pytest -q -p no:cacheprovider .
 	$(XGRAMMAR_VENV)/bin/python integration/xgrammar/compare_builtin.py
 
+# Opt-in, never in CI: the conformance kit (docs/conformance.md) against the Gemma 4 parsers of the
+# latest vLLM, SGLang, mlx-lm and transformers, their wheels downloaded into $(PEERS_CACHE) and not
+# installed (integration/peers.py: their sources with the stubs of integration/stubs.txt, no torch),
+# in a venv of their own; writes docs/conformance-report.md.
+.PHONY: conformance-peers
+PEERS_CACHE := .cache/peers
+PEERS_VENV := .venv-peers
+conformance-peers:
+	test -x $(PEERS_VENV)/bin/python || $(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install -q -e . regex pydantic openai packaging
+	$(PEERS_VENV)/bin/python -m pip download -q --no-deps -d $(PEERS_CACHE) vllm sglang mlx-lm transformers
+	$(PEERS_VENV)/bin/python integration/peers.py $(PEERS_CACHE)
+
 clean:
-	rm -rf $(VENV) $(MIN_VENV) $(XGRAMMAR_VENV) build *.egg-info
+	rm -rf $(VENV) $(MIN_VENV) $(XGRAMMAR_VENV) $(PEERS_VENV) build *.egg-info

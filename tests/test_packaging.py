@@ -112,6 +112,14 @@ def test_wheel_installs_and_parses(tmp_path):
                             cwd=tmp_path, capture_output=True, text=True, check=True)
     assert result.stdout.startswith("%llguidance"), result.stdout[:200]
 
+    # The conformance corpus ships as data: exported from the installed package, it matches its manifest.
+    result = subprocess.run([str(env / "bin" / "gemma4-lark"), "conformance", "export", str(tmp_path / "corpus")],
+                            cwd=tmp_path, capture_output=True, text=True, check=True)
+    code = ("import pathlib; from gemma4_lark.conformance import check_manifest; "
+            f"print(check_manifest(pathlib.Path({str(tmp_path / 'corpus')!r})))")
+    result = subprocess.run([str(python), "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]", result.stdout + result.stderr
+
     # railroad-diagrams is not a dependency: `docs` says what to install, without a traceback.
     result = subprocess.run([str(env / "bin" / "gemma4-lark"), "docs", "--out", str(tmp_path / "spec")],
                             cwd=tmp_path, capture_output=True, text=True)
