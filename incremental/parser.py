@@ -122,6 +122,9 @@ class StreamParser:
     `max_block_chars` and `max_depth` (bounds on one call block), `tools` (the request's tools,
     OpenAI-wrapped or bare function schemas: calls are decoded against them) and `tool_choice`
     ("none", "auto", "required" or a function); docs/schema.md says what these two change.
+    `lossy_recovery`: accept a recovered call whose reading leaves some of the model's text out of
+    its arguments (a key without a value, words after the object); by default such a block is a
+    `tool_call_error` (code `lossy`) carrying the `partial` arguments (docs/leniency.md).
     Whole-output findings (`tool_choice` "required" and no call) are in `diagnostics` after
     `flush()`.
 
@@ -131,8 +134,10 @@ class StreamParser:
 
     def __init__(self, *, parse_thinking: bool = True, start_in_thinking: bool = False, strict: bool = False,
                  id_factory=None, max_block_chars: int = 4 * 1024 * 1024, max_depth: int = 512,
-                 tools: Sequence[Any] | ToolRegistry | None = None, tool_choice: Any = None):
+                 tools: Sequence[Any] | ToolRegistry | None = None, tool_choice: Any = None,
+                 lossy_recovery: bool = False):
         self._registry = compile_tools(tools)
+        self.lossy_recovery = lossy_recovery
         self._choice = read_tool_choice(tool_choice, self._registry.tools if self._registry is not None else ())
         self.diagnostics: list[Diagnostic] = []  # whole-output findings, complete after flush()
         self._calls_made = 0    # tool_call_end events so far
@@ -656,11 +661,12 @@ class StreamParser:
         lossless = self._registry is not None
         syntax = None
         if closed and not bare:
+            duplicates: list = []
             try:
                 if lossless:
-                    call = parse_lossless_call(raw, max_depth=self.max_depth)
+                    call = parse_lossless_call(raw, max_depth=self.max_depth, duplicates=duplicates)
                 else:
-                    call = gemma4_lark.parse_call(raw, max_depth=self.max_depth)
+                    call = gemma4_lark.parse_call(raw, max_depth=self.max_depth, duplicates=duplicates)
             except GemmaSyntaxError as err:
                 message = str(err).split("\n", 1)[0]
                 if self.strict or err.code == "too-deep":
@@ -671,6 +677,12 @@ class StreamParser:
                 if "<escape>" in raw:  # valid, but FunctionGemma's delimiter: say so
                     _, _, read = decode_calls(raw, max_depth=self.max_depth)[0]
                     warnings = [d for d in read.diagnostics if d.code == "functiongemma-escape"]
+                if duplicates:  # valid, and the last value wins (SPEC); the call says so, as validate() does
+                    lines = LineIndex(raw)
+                    warnings = sorted(warnings + [
+                        Diagnostic("warning", "duplicate-key", f"duplicate key `{key[:40]}`: the last value wins",
+                                   *lines.line_and_column(pos), pos) for key, pos in duplicates],
+                        key=lambda d: d.pos)
                 return [self._finish(self._block_id, index, call.name, call.arguments, raw, warnings, False, span)]
         segments = decode_calls(raw, max_depth=self.max_depth, lossless=lossless,
                                 hints=self._registry.hints if lossless else None)
@@ -696,6 +708,14 @@ class StreamParser:
                 errors = [d.message for d in decoded.diagnostics if d.severity == "error"]
                 problem = syntax.message if syntax else (errors[0] if errors else f"no `{tokens.CALL_KEYWORD}NAME` head")
                 code = failure_code(decoded.diagnostics)
+            elif decoded.lossy and not self.lossy_recovery:
+                # the reading left some of the model's text out of the arguments: not a call to run
+                # as if it said all the model wrote (docs/leniency.md#lossy-recoveries)
+                dropped = next((d for d in decoded.diagnostics if d.code in ("missing-value", "text-after-object")),
+                               None)
+                problem = ("the lenient reading leaves text the model wrote out of the arguments"
+                           + (f" ({dropped.message})" if dropped else "") + "; lossy_recovery=True accepts it")
+                code = "lossy"
             elif not closed:  # every call of the block, not only its last: they share its fate
                 code = "unclosed"
                 if at_end and not bare:
