@@ -18,7 +18,12 @@ is either part of a decoded value or inside such a span. The recoveries:
   it for Python's triple quotes); a `<|"|>` right after an unquoted value that closes nothing;
 * JSON-quoted `"strings"` (decoded as JSON), single-quoted `'strings'`, `key=value`;
 * the Python-style `call:NAME(key=value, ...)` shell;
-* a value that starts like a number but is not one (`432+1`): kept as text.
+* a value that starts like a number but is not one (`432+1`): kept as text;
+* a member with no `:` right after an undelimited word (`location:Tokyo, JP`): more of the word.
+
+Two readings leave text the model wrote out of the arguments, a key without its value and words
+after the object; they set `Decoded.lossy`, for the caller to refuse (the streaming parser makes
+such a block a `lossy` error unless asked otherwise).
 
 FunctionGemma's `<escape>` string delimiters inside an unquoted value are kept as the grammar
 reads them (part of the word) and reported (`functiongemma-escape`).
