@@ -777,6 +777,14 @@ class StreamParser:
                 errors = [d.message for d in decoded.diagnostics if d.severity == "error"]
                 problem = syntax.message if syntax else (errors[0] if errors else f"no `{tokens.CALL_KEYWORD}NAME` head")
                 code = failure_code(decoded.diagnostics)
+            elif not closed and (at_end and not bare or not decoded.complete):
+                # every call of the block, not only its last: they share its fate
+                code = "unclosed"
+                if at_end and not bare:
+                    problem = (f"the block is not closed by {tokens.TOOL_CALL_CLOSE} when the stream ends: it may"
+                               " be cut off")
+                else:
+                    problem = f"the block is not closed by {tokens.TOOL_CALL_CLOSE}, and its arguments are cut off"
             elif decoded.lossy and not self.lossy_recovery:
                 # the reading left some of the model's text out of the arguments: not a call to run
                 # as if it said all the model wrote (docs/leniency.md#lossy-recoveries)
@@ -785,13 +793,6 @@ class StreamParser:
                 problem = ("the lenient reading leaves text the model wrote out of the arguments"
                            + (f" ({dropped.message})" if dropped else "") + "; lossy_recovery=True accepts it")
                 code = "lossy"
-            elif not closed:  # every call of the block, not only its last: they share its fate
-                code = "unclosed"
-                if at_end and not bare:
-                    problem = (f"the block is not closed by {tokens.TOOL_CALL_CLOSE} when the stream ends: it may"
-                               " be cut off")
-                elif not decoded.complete:
-                    problem = f"the block is not closed by {tokens.TOOL_CALL_CLOSE}, and its arguments are cut off"
             if problem is None:
                 out.append(self._finish(call_id, index + number, decoded.call.name, decoded.call.arguments, part,
                                         diagnostics, True, where))
