@@ -82,20 +82,19 @@ def _scan_table(parse_thinking: bool, strict: bool = False) -> dict:
     at once), every proper prefix of a marker (what may be held back), and the longest marker's
     length. Built once per setting, not per parser: a server makes a parser per response.
 
-    Not strict, the stray markup is found too (docs/leniency.md#stray-markup): in text a closer
-    with nothing open, `<channel|>` or `<tool_call|>`, and a channel opener without its label; in
-    a thought, any channel opener. The longest marker is still a thought opener, so the hold-back
-    stays as short as it was."""
-    lenient = not strict
+    The stray markup is found too (docs/leniency.md#stray-markup), strict or not: in text a
+    closer with nothing open, `<channel|>` or `<tool_call|>`, and a channel opener without its
+    label (not strict it opens a thought; strict it is stray); in a thought, any channel opener.
+    The longest marker is still a thought opener, so the hold-back stays as short as it was.
+    (`strict` no longer changes the table; the argument stays for its callers.)"""
     text_markers = (tokens.TOOL_CALL_OPEN,) + _STOPS
     thinking_markers = (tokens.CHANNEL_CLOSE, tokens.TOOL_CALL_OPEN) + _STOPS
     if parse_thinking:
         text_markers += _THOUGHT_OPENERS
-    if lenient:
-        text_markers += (tokens.TOOL_CALL_CLOSE,)
-        thinking_markers += _CHANNEL_OPENERS
-        if parse_thinking:
-            text_markers += (tokens.CHANNEL_OPEN, tokens.CHANNEL_CLOSE)
+    text_markers += (tokens.TOOL_CALL_CLOSE,)
+    thinking_markers += _CHANNEL_OPENERS
+    if parse_thinking:
+        text_markers += (tokens.CHANNEL_OPEN, tokens.CHANNEL_CLOSE)
     markers_of = {
         _TEXT: _by_length(text_markers),
         _THINKING: _by_length(thinking_markers),
@@ -122,6 +121,9 @@ class StreamParser:
     `max_block_chars` and `max_depth` (bounds on one call block), `tools` (the request's tools,
     OpenAI-wrapped or bare function schemas: calls are decoded against them) and `tool_choice`
     ("none", "auto", "required" or a function); docs/schema.md says what these two change.
+    `lossy_recovery`: accept a recovered call whose reading leaves some of the model's text out of
+    its arguments (a key without a value, words after the object); by default such a block is a
+    `tool_call_error` (code `lossy`) carrying the `partial` arguments (docs/leniency.md).
     Whole-output findings (`tool_choice` "required" and no call) are in `diagnostics` after
     `flush()`.
 
@@ -131,8 +133,10 @@ class StreamParser:
 
     def __init__(self, *, parse_thinking: bool = True, start_in_thinking: bool = False, strict: bool = False,
                  id_factory=None, max_block_chars: int = 4 * 1024 * 1024, max_depth: int = 512,
-                 tools: Sequence[Any] | ToolRegistry | None = None, tool_choice: Any = None):
+                 tools: Sequence[Any] | ToolRegistry | None = None, tool_choice: Any = None,
+                 lossy_recovery: bool = False):
         self._registry = compile_tools(tools)
+        self.lossy_recovery = lossy_recovery
         self._choice = read_tool_choice(tool_choice, self._registry.tools if self._registry is not None else ())
         self.diagnostics: list[Diagnostic] = []  # whole-output findings, complete after flush()
         self._calls_made = 0    # tool_call_end events so far
@@ -168,6 +172,9 @@ class StreamParser:
         # meant to write first). Set only with `_armed`, so the fast path of feed() never skips it.
         self._unlabelled = False
         self._label_due = False
+        # where the last call block ended, moved on over whitespace-only text after it: a cut opener
+        # there at the end of the stream is stray markup (flush)
+        self._after_block = -1
         if start_in_thinking and parse_thinking:
             self._state = _THINKING
             self._start_events = [ThinkingStart((0, 0))]
@@ -185,14 +192,23 @@ class StreamParser:
         `options` are StreamParser's, except `start_in_thinking`, which is inferred. Raises
         `TypeError` when `prompt` is not a str or `start_in_thinking` is given, `ValueError` when the
         prompt does not end in an open model turn (no generation prompt; a model turn the template
-        closed after tool results, with the message's text after them, counts as open), and `GemmaSyntaxError`
-        (with its position) when the grammar rejects the prompt.
+        closed after tool results, with the message's text after them, counts as open) or ends
+        inside a call block, and `GemmaSyntaxError` (with its position) when the grammar rejects
+        the prompt before its last model turn.
+
+        An assistant prefill (`continue_final_message`: the open model turn holds the start of an
+        answer, cut anywhere) is read as model output: ending inside a thought
+        (`<|channel>thought\nLet me`), the output starts inside it; ending in text, in text.
         """
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be str, not {type(prompt).__name__}")
         if "start_in_thinking" in options:
             raise TypeError("for_prompt() infers start_in_thinking from the prompt; do not pass it")
-        turns = gemma4_lark.parse_transcript(prompt).turns
+        try:
+            turns = gemma4_lark.parse_transcript(prompt).turns
+        except GemmaSyntaxError as err:
+            prefilled = cls._prefill_state(prompt, err, options)
+            return cls(start_in_thinking=prefilled, **options)
         last = turns[-1] if turns else None
         # The official template closes a model turn whose message had both calls and text (the
         # text goes after the results) and writes no new turn: the model goes on from there, after
@@ -204,6 +220,33 @@ class StreamParser:
                              " prompt (add_generation_prompt=True)")
         prefilled = bool(last.parts) and isinstance(last.parts[-1], ThoughtPrefill)
         return cls(start_in_thinking=prefilled, **options)
+
+    @classmethod
+    def _prefill_state(cls, prompt: str, err: GemmaSyntaxError, options: dict) -> bool:
+        """A prompt the grammar rejects inside its last, open model turn: the assistant prefill
+        (`continue_final_message`) is model output, cut anywhere, so it is read as the output is,
+        by a parser of these options, and the output starts where that parser stands at its end:
+        True inside a thought, False in text. Inside a call block it cannot start (the block's
+        beginning is in the prompt, and a call is decoded whole): a ValueError. Any other
+        rejection is `err`, raised again."""
+        opener = tokens.TURN_OPEN + "model\n"
+        body = prompt.rfind(opener)
+        if body < 0 or err.pos < body + len(opener):
+            raise err
+        body += len(opener)
+        head = gemma4_lark.parse_transcript(prompt[:body]).turns  # (raises for a head that is wrong too)
+        if not head or head[-1].role != "model" or head[-1].closed:
+            raise err
+        reader = cls(parse_thinking=options.get("parse_thinking", True), strict=options.get("strict", False))
+        reader.feed(prompt[body:])
+        if reader._state is _THINKING:
+            return True
+        if reader._state is not _TEXT:
+            raise ValueError(
+                f"the prompt's assistant prefill ends inside a tool call (its {tokens.TOOL_CALL_OPEN} at offset"
+                f" {body + (reader._block_start)}): a call is parsed whole, so the output cannot start in the middle"
+                f" of one; end the prefill before {tokens.TOOL_CALL_OPEN} or after {tokens.TOOL_CALL_CLOSE}")
+        return False
 
     def feed(self, chunk: str) -> list[Event]:
         """Events that `chunk` completes (possibly none).
@@ -227,6 +270,8 @@ class StreamParser:
             end = self._pos = start + len(chunk)
             state = self._state
             if state is _TEXT:
+                if start == self._after_block and chunk.isspace():
+                    self._after_block = end
                 return [Text(chunk, (start, end))]
             if state is _THINKING:
                 return [ThinkingDelta(chunk, (start, end))]
@@ -248,16 +293,41 @@ class StreamParser:
             return []
         events = self._start_events
         self._start_events = []
-        self._scan(self._pending, events, final=True)
+        pending = self._pending
+        if (pending and self._state is _TEXT and self._pos == self._after_block and not self.strict
+                and len(pending) >= 2 and tokens.TOOL_CALL_OPEN.startswith(pending)):
+            # the stream ends on a cut opener right after a call (`<tool_call|><|tool_c`): the
+            # marker of a further call the model never wrote; markup, not text (docs/leniency.md)
+            events.append(StrayMarkup(pending, (self._pos, self._pos + len(pending))))
+            self._pos += len(pending)
+            pending = self._pending = ""
+        self._scan(pending, events, final=True)
         if self._state is _STRING and not self.strict:
             self._end_at_closer_in_open_string(events)
         self._finished = True
         if self._state == _THINKING:
             self._end_thinking(events, self._pos, self._pos)
+        elif self._state is _CALL and self._empty_block_after_a_call():
+            # the same with the whole opener (`<tool_call|><|tool_call>` and nothing more): a block
+            # holding nothing is no call that could be cut off
+            opener = tokens.TOOL_CALL_OPEN
+            start = self._block_start
+            events.append(StrayMarkup(opener, (start, start + len(opener))))
+            if self._pos > start + len(opener):
+                events.append(Text("".join(self._block)[len(opener):], (start + len(opener), self._pos)))
+            self._state = _TEXT
+            self._block = []
         elif self._state in (_CALL, _STRING, _BARE_STRING):
             self._end_block(events, self._pos, closed=False, at_end=True)
         self._check_output()
         return events
+
+    def _empty_block_after_a_call(self) -> bool:
+        """At the end of the stream (not strict): the open block is only its `<|tool_call>` and
+        whitespace, and it opened right after a call block (whitespace aside)."""
+        if self.strict or self._bare or self._oversized or self._block_start != self._after_block:
+            return False
+        return self._block_size <= _MAX_HEAD and "".join(self._block).rstrip(" \t\r\n") == tokens.TOOL_CALL_OPEN
 
     def _check_output(self) -> None:
         """The whole-output check of `tool_choice`: "required" (or a named function) and no call.
@@ -430,6 +500,8 @@ class StreamParser:
         """data[i:j] (not empty) holds no marker: emit it or add it to the open block."""
         state = self._state
         if state == _TEXT:
+            if base + i == self._after_block and data[i:j].isspace():
+                self._after_block = base + j
             events.append(Text(data[i:j], (base + i, base + j)))
         elif state == _THINKING:
             events.append(ThinkingDelta(data[i:j], (base + i, base + j)))
@@ -482,15 +554,16 @@ class StreamParser:
             if state is _THINKING:
                 self._end_thinking(events, start, end)
                 self._label_due, self._unlabelled = self._unlabelled, False
-            else:  # nothing open to close (the strict table has no closer in text)
+            else:  # nothing open to close
                 events.append(StrayMarkup(marker, (start, end)))
             self._armed = not self.strict  # either way the model takes itself to be after a thought
             return j + len(marker)
-        if marker == tokens.TOOL_CALL_CLOSE or state is _THINKING:
-            # not strict: a `<tool_call|>` with no block open, or a channel opener inside a thought
+        if marker == tokens.TOOL_CALL_CLOSE or state is _THINKING or self.strict and marker == tokens.CHANNEL_OPEN:
+            # a `<tool_call|>` with no block open, a channel opener inside a thought, or (strict,
+            # where only a labelled channel is a thought) an unlabelled `<|channel>`
             events.append(StrayMarkup(marker, (start, end)))
             return j + len(marker)
-        # a channel opener, in text (an unlabelled `<|channel>` only when not strict)
+        # a channel opener, in text (an unlabelled `<|channel>` only when not strict: see above)
         self._unlabelled = marker == tokens.CHANNEL_OPEN
         events.append(ThinkingStart((start, end)))
         self._state = _THINKING
@@ -638,6 +711,7 @@ class StreamParser:
                 self._call_count += 1
                 self._calls_made += type(event) is ToolCallEnd
         events.extend(decoded)
+        self._after_block = end
 
     def _next_index(self) -> int:
         index = self._call_count
@@ -656,11 +730,12 @@ class StreamParser:
         lossless = self._registry is not None
         syntax = None
         if closed and not bare:
+            duplicates: list = []
             try:
                 if lossless:
-                    call = parse_lossless_call(raw, max_depth=self.max_depth)
+                    call = parse_lossless_call(raw, max_depth=self.max_depth, duplicates=duplicates)
                 else:
-                    call = gemma4_lark.parse_call(raw, max_depth=self.max_depth)
+                    call = gemma4_lark.parse_call(raw, max_depth=self.max_depth, duplicates=duplicates)
             except GemmaSyntaxError as err:
                 message = str(err).split("\n", 1)[0]
                 if self.strict or err.code == "too-deep":
@@ -671,6 +746,12 @@ class StreamParser:
                 if "<escape>" in raw:  # valid, but FunctionGemma's delimiter: say so
                     _, _, read = decode_calls(raw, max_depth=self.max_depth)[0]
                     warnings = [d for d in read.diagnostics if d.code == "functiongemma-escape"]
+                if duplicates:  # valid, and the last value wins (SPEC); the call says so, as validate() does
+                    lines = LineIndex(raw)
+                    warnings = sorted(warnings + [
+                        Diagnostic("warning", "duplicate-key", f"duplicate key `{key[:40]}`: the last value wins",
+                                   *lines.line_and_column(pos), pos) for key, pos in duplicates],
+                        key=lambda d: d.pos)
                 return [self._finish(self._block_id, index, call.name, call.arguments, raw, warnings, False, span)]
         segments = decode_calls(raw, max_depth=self.max_depth, lossless=lossless,
                                 hints=self._registry.hints if lossless else None)
@@ -696,13 +777,22 @@ class StreamParser:
                 errors = [d.message for d in decoded.diagnostics if d.severity == "error"]
                 problem = syntax.message if syntax else (errors[0] if errors else f"no `{tokens.CALL_KEYWORD}NAME` head")
                 code = failure_code(decoded.diagnostics)
-            elif not closed:  # every call of the block, not only its last: they share its fate
+            elif not closed and (at_end and not bare or not decoded.complete):
+                # every call of the block, not only its last: they share its fate
                 code = "unclosed"
                 if at_end and not bare:
                     problem = (f"the block is not closed by {tokens.TOOL_CALL_CLOSE} when the stream ends: it may"
                                " be cut off")
-                elif not decoded.complete:
+                else:
                     problem = f"the block is not closed by {tokens.TOOL_CALL_CLOSE}, and its arguments are cut off"
+            elif decoded.lossy and not self.lossy_recovery:
+                # the reading left some of the model's text out of the arguments: not a call to run
+                # as if it said all the model wrote (docs/leniency.md#lossy-recoveries)
+                dropped = next((d for d in decoded.diagnostics if d.code in ("missing-value", "text-after-object")),
+                               None)
+                problem = ("the lenient reading leaves text the model wrote out of the arguments"
+                           + (f" ({dropped.message})" if dropped else "") + "; lossy_recovery=True accepts it")
+                code = "lossy"
             if problem is None:
                 out.append(self._finish(call_id, index + number, decoded.call.name, decoded.call.arguments, part,
                                         diagnostics, True, where))

@@ -83,16 +83,17 @@ def expected(text):
 def test_the_plugin_registers_the_names_and_the_cli_choices():
     assert FunctionCallParser.ToolCallParserEnum["gemma4-lark"].__name__ == "Gemma4LarkDetector"
     assert "gemma4-lark-whole" in FunctionCallParser.ToolCallParserEnum
-    assert {"gemma4-lark", "gemma4-lark-whole"} <= set(parser_names.TOOL_CALL_PARSER_NAMES)
+    assert FunctionCallParser.ToolCallParserEnum["gemma4-lark-stream"].__name__ == "Gemma4LarkStreamedDetector"
+    assert {"gemma4-lark", "gemma4-lark-whole", "gemma4-lark-stream"} <= set(parser_names.TOOL_CALL_PARSER_NAMES)
 
 
 @pytest.mark.parametrize("size", [1, 4, 10_000])
 @pytest.mark.parametrize("name,text,options", CASES, ids=[c[0] for c in CASES])
 def test_streams_accumulate_to_the_message(name, text, options, size):
     want_content, want_calls = expected(text)
-    for parser in ("gemma4-lark", "gemma4-lark-whole"):
+    for parser in ("gemma4-lark", "gemma4-lark-whole", "gemma4-lark-stream"):
         content, calls = accumulate(stream(text, size, parser))
-        if parser == "gemma4-lark" and len(calls) > len(want_calls):
+        if parser == "gemma4-lark-stream" and len(calls) > len(want_calls):
             # a streamed call whose block then failed: SGLang's items cannot void it, but its
             # arguments never close, so no client can run it
             live = []
@@ -135,9 +136,38 @@ def test_sglangs_own_detector_bug_is_not_reproduced_a_string_null_stays_a_string
 
 def test_an_unclosed_call_is_never_runnable_and_its_text_stays():
     text = 'Cut off: <|tool_call>call:write{path:<|"|>/tmp/a<|"|>,text:<|"|>half of it'
-    for parser in ("gemma4-lark", "gemma4-lark-whole"):
+    for parser in ("gemma4-lark", "gemma4-lark-whole", "gemma4-lark-stream"):
         content, calls = accumulate(stream(text, 3, parser))
         assert content == text
+        assert bool(calls) is (parser == "gemma4-lark-stream")  # whole calls: nothing of it was sent
         for _, arguments in calls:
             with pytest.raises(ValueError):
                 json.loads(arguments)
+
+
+def test_by_default_the_sdk_with_pydantic_tools_reads_every_call_and_never_raises():
+    """What `client.chat.completions.stream(..., tools=[pydantic_function_tool(...)])` runs, over
+    the outputs that trap streamed arguments (a failed block after its header, one the lenient
+    decoder reads otherwise, a repeated key, a lossy recovery)."""
+    import pydantic
+    from openai import pydantic_function_tool
+
+    class Args(pydantic.BaseModel, extra="allow"):
+        pass
+
+    tools = [pydantic_function_tool(Args, name=t.function.name) for t in TOOLS]
+    D = '<|"|>'
+    texts = [f'<|tool_call>call:get_weather{{city:{D}Paris{D},city:{D}Rome{D}}}<tool_call|>',
+             f"<|tool_call>call:f{{code:{D}duckdb.sql({D}{D}{D} SELECT {D}{D}{D}){D},n:1}}<tool_call|>",
+             f"<|tool_call>call:write{{path:{D}/tmp/a{D},text:{D}half<turn|>",
+             "<|tool_call>call:set{broken}<tool_call|>", "<|tool_call>call:a{x:Tokyo, JP}<tool_call|>"]
+    for first in texts:
+        text = first + f"<|tool_call>call:g{{q:{D}ok{D}}}<tool_call|>"
+        want_content, want_calls = expected(text)
+        for size in (1, 4, 10_000):
+            state = ChatCompletionStreamState(input_tools=tools)
+            for c in stream(text, size, "gemma4-lark"):
+                state.handle_chunk(ChatCompletionChunk.model_validate(c))
+            message = state.get_final_completion().choices[0].message
+            assert [(c.function.name, c.function.arguments) for c in message.tool_calls] == want_calls
+            assert (message.content or None) == want_content

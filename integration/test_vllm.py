@@ -185,22 +185,89 @@ def test_with_thinking_on_the_reasoning_parser_takes_the_opening_thought(name, t
 
 def test_an_unclosed_call_is_never_sent_runnable_and_its_text_goes_out_as_content():
     text = 'Cut off: <|tool_call>call:write{path:<|"|>/tmp/a<|"|>,text:<|"|>half of it'
-    for tool_parser in ("gemma4-lark", "gemma4-lark-whole"):
+    for tool_parser in ("gemma4-lark", "gemma4-lark-whole", "gemma4-lark-stream"):
         chunks = stream(server(tool_parser=tool_parser), request(), text, 2, TOKENIZER.prompt(), finish_reason="length")
         content, _, calls, void, finish = accumulate(chunks)
         assert calls == [] and content == text and finish == "length"
-        assert len(void) == (1 if tool_parser == "gemma4-lark" else 0)
+        assert len(void) == (1 if tool_parser == "gemma4-lark-stream" else 0)
         if void:
             assert void[0]["function"]["arguments"].startswith('{"path": "/tmp/a", "text": "half')
 
 
 def test_arguments_stream_in_several_fragments_and_a_string_null_stays_a_string():
     text = '<|tool_call>call:note{body:<|"|>' + "a long line of text, " * 8 + '<|"|>,v:<|"|>null<|"|>}<tool_call|>'
-    chunks = stream(server(), request(), text, 4, TOKENIZER.prompt())
+    chunks = stream(server(tool_parser="gemma4-lark-stream"), request(), text, 4, TOKENIZER.prompt())
     fragments = [c["function"]["arguments"] for chunk in chunks for c in chunk["choices"][0]["delta"].get("tool_calls", ())
                  if c.get("function", {}).get("arguments")]
     assert len(fragments) > 5
     assert json.loads("".join(fragments))["v"] == "null"
+
+
+def full(serving, req, text):
+    """The non-streamed response's (content, calls, finish_reason)."""
+    parser = serving._make_parser(req, TOKENIZER, None)
+
+    async def run():
+        return await serving.chat_completion_full_generator(
+            req, _aiter(list(engine_outputs(text, len(text) + 1, TOKENIZER.prompt()))), "chatcmpl-1", "gemma-4",
+            [], TOKENIZER, SimpleNamespace(request_id="chatcmpl-1", final_usage_info=None), parser=parser)
+
+    choice = asyncio.run(run()).choices[0]
+    calls = [(c.function.name, c.function.arguments) for c in choice.message.tool_calls]
+    return choice.message.content or None, calls, choice.finish_reason
+
+
+D = tokens.STRING_DELIMITER
+# The calls streamed arguments used to lose under `parallel_tool_calls: false` (vLLM keeps only the
+# entries of index 0, and the entry there was void): a repeated key, and vllm#48678's
+# `execute_python`, which the lenient decoder reads otherwise than the prefix streamed.
+TRAPS = [
+    f"<|tool_call>call:get_weather{{city:{D}Paris{D},city:{D}Rome{D}}}<tool_call|>",
+    f"<|tool_call>call:f{{code:{D}result = duckdb.sql({D}{D}{D} SELECT ... {D}{D}{D}).df(){D},"
+    f"data_refs:[{D}df_1{D}],return_vars:[{D}result{D}]}}<tool_call|>",
+    f"<|tool_call>call:write{{path:{D}/tmp/a{D},text:{D}half of it<turn|>",
+    "<|tool_call>call:set{broken}<tool_call|>",
+]
+
+
+@pytest.mark.parametrize("tool_parser", ["gemma4-lark", "gemma4-lark-whole", "gemma4-lark-stream"])
+@pytest.mark.parametrize("parallel", [False, None])
+@pytest.mark.parametrize("trap", TRAPS, ids=["repeated-key", "vllm-48678", "cut-at-turn", "lossy"])
+def test_a_call_is_never_lost_and_finish_reason_is_the_non_streamed_one(trap, parallel, tool_parser):
+    text = "Sure. " + trap + f"<|tool_call>call:g{{q:{D}ok{D}}}<tool_call|>"
+    serving = server(tool_parser=tool_parser)
+    extra = {} if parallel is None else {"parallel_tool_calls": parallel}
+    want_content, want_calls, want_finish = full(serving, request(stream=False, **extra), text)
+    assert want_calls  # (the non-streamed response has the calls)
+    for tokens_per_step in (1, 4, 1000):
+        chunks = stream(serving, request(**extra), text, tokens_per_step, TOKENIZER.prompt())
+        content, _, calls, void, finish = accumulate(chunks)
+        # (streamed, a repeated key is stated twice: read as JSON, it is the call)
+        assert read(calls) == read(want_calls) and content == want_content
+        if tool_parser != "gemma4-lark-stream":
+            assert calls == want_calls and not void and finish == want_finish  # whole calls: as not streamed
+        # and what the SDK runs for `client.chat.completions.stream(..., tools=...)` reads them
+        if not void:
+            assert read(sdk_calls(chunks)) == read(want_calls)
+
+
+def read(calls):
+    return [(name, json.loads(arguments)) for name, arguments in calls]
+
+
+def sdk_calls(chunks):
+    import pydantic
+    from openai import pydantic_function_tool
+
+    class Args(pydantic.BaseModel, extra="allow"):
+        pass
+
+    state = ChatCompletionStreamState(input_tools=[pydantic_function_tool(Args, name=t["function"]["name"])
+                                                   for t in TOOLS])
+    for chunk in chunks:
+        state.handle_chunk(ChatCompletionChunk.model_validate(chunk))
+    message = state.get_final_completion().choices[0].message
+    return [(c.function.name, c.function.arguments) for c in message.tool_calls or ()]
 
 
 def test_non_streaming_goes_through_the_same_parsers():

@@ -120,13 +120,14 @@ def _merge_call(into: dict[str, Any], call: Mapping[str, Any]) -> None:
 
 class ToolCallDeltas:
     """`OpenAIStream` for a server that wants one `Delta` per call: `feed(text)` and, when the
-    stream ends, `finish()`. Nothing of a block that fails is ever sent as a call that can run: with
-    `stream_arguments` its entry is voided (arguments never complete JSON, an `error` key), and its
-    raw text goes out as content (docs/serving.md)."""
+    stream ends, `finish()`. Nothing of a block that fails is ever sent as a call that can run: by
+    default calls go whole once decoded; with `stream_arguments` (opt-in) a failed entry is voided
+    (arguments never complete JSON, an `error` key); either way its raw text goes out as content
+    (docs/serving.md)."""
 
     REASONING_FIELD = "reasoning"
 
-    def __init__(self, parser: StreamParser, *, stream_arguments: bool = True):
+    def __init__(self, parser: StreamParser, *, stream_arguments: bool = False):
         self.stream = OpenAIStream(parser, stream_arguments=stream_arguments, reasoning_field=self.REASONING_FIELD)
 
     def feed(self, text: str) -> Delta:

@@ -38,7 +38,8 @@ except ImportError as error:  # no vLLM, or one whose modules moved: say which a
 from ..parser import StreamParser
 from .base import Delta, MarkerIds, ThoughtGate, ToolCallDeltas, extract_calls, split_reasoning, stream_parser_options
 
-__all__ = ["Gemma4LarkReasoningParser", "Gemma4LarkToolParser", "Gemma4LarkWholeCallsToolParser", "NAME"]
+__all__ = ["Gemma4LarkReasoningParser", "Gemma4LarkStreamedToolParser", "Gemma4LarkToolParser",
+           "Gemma4LarkWholeCallsToolParser", "NAME"]
 
 NAME = "gemma4-lark"
 
@@ -84,18 +85,19 @@ class _StrippedCheck:
 
 
 class Gemma4LarkToolParser(_StrippedCheck, ToolParser):
-    """Gemma 4 tool calls through `StreamParser`/`OpenAIStream`: arguments streamed as the grammar
-    accepts them (`stream_arguments`; `Gemma4LarkWholeCallsToolParser` sends each call whole).
+    """Gemma 4 tool calls through `StreamParser`/`OpenAIStream`, each call sent whole once its
+    block has been decoded: every entry a client accumulates is a call it can run, nothing of a
+    block that fails is ever sent as a call (its raw text goes out as content), and
+    `finish_reason` is what the same request gets without streaming.
+    `Gemma4LarkStreamedToolParser` (`gemma4-lark-stream`) streams arguments instead.
 
-    A block that fails is never sent as a call that can run: its streamed entry gets an `error`
-    key and arguments that never close (invalid JSON), its raw text goes out as content.
     `tool_choice` "required" or a named function is parsed like "auto" (vLLM's JSON-schema
     forcing would make the model write JSON, not Gemma's syntax): the output is not forced.
     """
 
     supports_required_and_named = False
     engine_based_streaming = True
-    stream_arguments = True
+    stream_arguments = False
     # vLLM sets this when no reasoning parser is configured: thoughts then stay text.
     skip_reasoning_parsing = False
 
@@ -134,8 +136,10 @@ class Gemma4LarkToolParser(_StrippedCheck, ToolParser):
                                      delta_token_ids: Sequence[int], request: Any) -> DeltaMessage | None:
         self._check(delta_text, delta_token_ids)
         if self._deltas is None:
-            self._deltas = ToolCallDeltas(StreamParser(**self._options(request)),
-                                          stream_arguments=self.stream_arguments)
+            # vLLM keeps only the entries of index 0 when `parallel_tool_calls` is false: a streamed
+            # entry voided there would be all the client gets of the call. Whole calls then.
+            streamed = self.stream_arguments and getattr(request, "parallel_tool_calls", None) is not False
+            self._deltas = ToolCallDeltas(StreamParser(**self._options(request)), stream_arguments=streamed)
         return _delta_message(self._deltas.feed(delta_text))
 
     def finish_streaming(self) -> DeltaMessage | None:
@@ -146,10 +150,21 @@ class Gemma4LarkToolParser(_StrippedCheck, ToolParser):
 
 
 class Gemma4LarkWholeCallsToolParser(Gemma4LarkToolParser):
-    """`gemma4-lark-whole`: each call sent whole once its block has been decoded; nothing of a
-    block that fails is ever sent as a call."""
+    """`gemma4-lark-whole`: the default's behaviour under the name it had when arguments streamed
+    by default (each call whole once decoded)."""
 
     stream_arguments = False
+
+
+class Gemma4LarkStreamedToolParser(Gemma4LarkToolParser):
+    """`gemma4-lark-stream` (opt-in): a call's header at `call:NAME{`, its arguments as the grammar
+    accepts them. Clients cannot retract what was streamed: a block that fails after its header
+    went out (or that the lenient decoder reads otherwise) leaves its entry void (an `error` key,
+    arguments that never close), its raw text goes out as content, and vLLM then reports
+    `finish_reason` "tool_calls" for it. With `parallel_tool_calls: false` calls go whole
+    (docs/serving.md#vllm)."""
+
+    stream_arguments = True
 
 
 class Gemma4LarkReasoningParser(_StrippedCheck, ReasoningParser):
@@ -235,4 +250,5 @@ class Gemma4LarkReasoningParser(_StrippedCheck, ReasoningParser):
 
 ToolParserManager.register_module(NAME, module=Gemma4LarkToolParser)
 ToolParserManager.register_module(NAME + "-whole", module=Gemma4LarkWholeCallsToolParser)
+ToolParserManager.register_module(NAME + "-stream", module=Gemma4LarkStreamedToolParser)
 ReasoningParserManager.register_module(NAME, module=Gemma4LarkReasoningParser)
