@@ -1,0 +1,194 @@
+"""A delta's text and token ids as one text in which only the markers' special tokens are markers.
+
+An engine hands a parser each delta's text and its token ids. The ids are the truth about
+structure: a marker is the special token of a control token (`gemma4_lark.tokens.CONTROL_TOKENS`),
+never the same characters written with ordinary tokens (a model quoting a page that holds
+`<|tool_call>call:f{}<tool_call|>`). The text is the truth about content, except where it lacks
+what the ids hold: a special token a server skipped (`skip_special_tokens=True`), or a delta whose
+text is empty (speculative decoding: vLLM #49254, llama.cpp #25072).
+
+`TokenMarkers.align(text, ids)` returns the delta's text as reconstructed, and where in it each
+marker's special token stands (docs/streaming.md#token-ids says the rule).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from gemma4_lark import tokens
+
+__all__ = ["TokenMarkers"]
+
+# Without these a tokenizer is not Gemma 4's: no call could ever be recognised by id.
+_REQUIRED = (tokens.TOOL_CALL_OPEN, tokens.TOOL_CALL_CLOSE, tokens.STRING_DELIMITER)
+
+
+class TokenMarkers:
+    """The control tokens of a tokenizer's vocabulary, each by its id (`by_id`), and the tokenizer's
+    `decode` for the ids whose text a delta lacks."""
+
+    __slots__ = ("by_id", "ids", "_decode")
+
+    def __init__(self, by_id: dict[int, str], decode: Any):
+        self.by_id = by_id
+        self.ids = frozenset(by_id)
+        self._decode = decode
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer: Any) -> "TokenMarkers":
+        """Reads each control token's id once: `convert_tokens_to_ids(token)` (Hugging Face's; a
+        `tokenizers.Tokenizer`'s `token_to_id` too) and `decode(ids, skip_special_tokens=False)`.
+        A token counts when it is one id that decodes to itself (a vocabulary without it maps it to
+        its unknown token, or to None). Raises TypeError when the tokenizer lacks the methods,
+        ValueError when it has no single token for `<|tool_call>`, `<tool_call|>` or `<|"|>`."""
+        convert = getattr(tokenizer, "convert_tokens_to_ids", None) or getattr(tokenizer, "token_to_id", None)
+        decode = getattr(tokenizer, "decode", None)
+        if not callable(convert) or not callable(decode):
+            raise TypeError(f"the tokenizer ({type(tokenizer).__name__}) needs convert_tokens_to_ids(token) and"
+                            " decode(ids, skip_special_tokens=False)")
+        by_id: dict[int, str] = {}
+        for marker in tokens.CONTROL_TOKENS:
+            token_id = convert(marker)
+            if type(token_id) is int and decode([token_id], skip_special_tokens=False) == marker:
+                by_id[token_id] = marker
+        missing = [m for m in _REQUIRED if m not in by_id.values()]
+        if missing:
+            raise ValueError(f"the tokenizer has no single token for {', '.join(missing)}: not a Gemma 4 tokenizer")
+        return cls(by_id, decode)
+
+    def align(self, text: str, ids: Sequence[int]) -> tuple[str, tuple[int, ...]]:
+        """(the delta's text as reconstructed, the offsets in it where a marker's special token
+        starts). A delta with no marker id is its text as it is, with no marker in it, whatever it
+        spells (the common case: no decoding). Raises nothing the tokenizer does not."""
+        if text and self.ids.isdisjoint(ids):
+            return text, ()
+        segments = self._segments(ids)
+        if not text:
+            # every id's text is missing (speculative decoding): the ids' text, decoded
+            return self._decoded(segments)
+        out: list[str] = []
+        marks: list[int] = []
+        size = 0
+        # Forward: each run of ordinary ids as its text, each marker id as its text, as long as the
+        # delta's text agrees; a marker whose text is not there was skipped and is put back.
+        at, k = 0, 0
+        while k < len(segments):
+            marker, run = segments[k]
+            if marker is not None:
+                if text.startswith(marker, at) and not self._skipped(segments, k, text, at):
+                    at += len(marker)
+                marks.append(size)
+                out.append(marker)
+                size += len(marker)
+            else:
+                piece = self._run_at(run, text, at)
+                if piece is None:
+                    break
+                out.append(piece)
+                at += len(piece)
+                size += len(piece)
+            k += 1
+        if k == len(segments):
+            if at < len(text):  # text the engine released late (a character whose bytes were split)
+                out.append(text[at:])
+            return "".join(out), tuple(marks)
+        # Backward from the end, the same: an engine that holds back part of a character makes the
+        # text differ from the ids' only at its ends.
+        tail: list[tuple[str | None, str]] = []
+        end, stop = len(text), len(segments)
+        while stop > k:
+            marker, run = segments[stop - 1]
+            if marker is not None:
+                if text.endswith(marker, at, end):
+                    end -= len(marker)
+                tail.append((marker, marker))
+            else:
+                piece = self._run_before(run, text, at, end)
+                if piece is None:
+                    break
+                tail.append((None, piece))
+                end -= len(piece)
+            stop -= 1
+        middle = text[at:end]
+        if middle:
+            # The ids in between cannot be placed in the text: it is content as it stands, and the
+            # markers among those ids follow it.
+            out.append(middle)
+            size += len(middle)
+            for marker, _ in segments[k:stop]:
+                if marker is not None:
+                    marks.append(size)
+                    out.append(marker)
+                    size += len(marker)
+        else:
+            decoded, inner = self._decoded(segments[k:stop])
+            marks.extend(size + m for m in inner)
+            out.append(decoded)
+            size += len(decoded)
+        for marker, piece in reversed(tail):
+            if marker is not None:
+                marks.append(size)
+            out.append(piece)
+            size += len(piece)
+        return "".join(out), tuple(marks)
+
+    # --- helpers --------------------------------------------------------------------------------
+    def _segments(self, ids: Sequence[int]) -> list[tuple[str | None, list[int]]]:
+        """The ids as (marker, []) for each marker id and (None, run) for each run of others."""
+        by_id = self.by_id
+        segments: list[tuple[str | None, list[int]]] = []
+        run: list[int] = []
+        for token in ids:
+            marker = by_id.get(token)
+            if marker is None:
+                run.append(token)
+                continue
+            if run:
+                segments.append((None, run))
+                run = []
+            segments.append((marker, []))
+        if run:
+            segments.append((None, run))
+        return segments
+
+    def _decoded(self, segments) -> tuple[str, tuple[int, ...]]:
+        out: list[str] = []
+        marks: list[int] = []
+        size = 0
+        for marker, run in segments:
+            piece = marker if marker is not None else self._decode(run, skip_special_tokens=False)
+            if marker is not None:
+                marks.append(size)
+            out.append(piece)
+            size += len(piece)
+        return "".join(out), tuple(marks)
+
+    def _texts(self, run: list[int]):
+        """The run's text, with the special tokens that are not markers and without (a server that
+        skips special tokens drops those too)."""
+        kept = self._decode(run, skip_special_tokens=False)
+        yield kept
+        skipped = self._decode(run, skip_special_tokens=True)
+        if skipped != kept:
+            yield skipped
+
+    def _run_at(self, run: list[int], text: str, at: int) -> str | None:
+        for piece in self._texts(run):
+            if text.startswith(piece, at):
+                return piece
+        return None
+
+    def _run_before(self, run: list[int], text: str, at: int, end: int) -> str | None:
+        for piece in self._texts(run):
+            if text.endswith(piece, at, end):
+                return piece
+        return None
+
+    def _skipped(self, segments, k: int, text: str, at: int) -> bool:
+        """Whether the marker of segments[k], though the text at `at` spells it, was skipped: the
+        run after it is only there when the marker's characters are its own (ordinary tokens that
+        spell the marker right after the skipped special token)."""
+        if k + 1 >= len(segments) or segments[k + 1][0] is not None:
+            return False
+        run = segments[k + 1][1]
+        return self._run_at(run, text, at + len(segments[k][0])) is None and self._run_at(run, text, at) is not None
