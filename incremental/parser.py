@@ -176,6 +176,7 @@ class StreamParser:
         self._markers: TokenMarkers | None = None
         self._marks: set[int] | None = None
         self._mask = ""         # while a block is decoded: what stands for the `<` of spelled markers
+        self._carry: tuple[int, ...] = ()  # ids of a character not complete when the last delta ended
         if start_in_thinking and parse_thinking:
             self._state = _THINKING
             self._start_events = [ThinkingStart((0, 0))]
@@ -224,12 +225,12 @@ class StreamParser:
 
         `tokenizer` needs `convert_tokens_to_ids(token)` (or `token_to_id`) and
         `decode(ids, skip_special_tokens=...)`, as Hugging Face's have; each marker's id is read
-        once, here. `options` are StreamParser's. Raises TypeError for a tokenizer without them,
+        once per tokenizer. `options` are StreamParser's. Raises TypeError for a tokenizer without them,
         ValueError for one with no single token for `<|tool_call>`, `<tool_call|>` or `<|"|>`,
         and what StreamParser raises.
         """
         parser = cls(**options)
-        parser._markers = TokenMarkers.from_tokenizer(tokenizer)
+        parser._markers = TokenMarkers.of(tokenizer)
         parser._marks = set()
         parser._armed = False  # a missing opener is in the ids: nothing to guess
         return parser
@@ -255,7 +256,8 @@ class StreamParser:
             raise ValueError("token_ids need a parser made by StreamParser.for_tokenizer(tokenizer)")
         if type(chunk) is not str:
             raise TypeError(f"chunks must be str, not {type(chunk).__name__}")
-        return self._markers.align(chunk, token_ids)
+        text, marks, self._carry = self._markers.align(chunk, token_ids, self._carry)
+        return text, marks
 
     def _feed_aligned(self, chunk: str, marks: tuple[int, ...] | None) -> list[Event]:
         """feed() of a chunk whose markers' offsets in it are `marks` (token mode), or None: read
@@ -345,7 +347,11 @@ class StreamParser:
         nothing; a second call returns []."""
         if self._finished:
             return []
-        events = self._start_events
+        early: list[Event] = []
+        if self._carry:  # the bytes of a character the stream never completed: as the whole text has them
+            carry, self._carry = self._carry, ()
+            early = self._feed_aligned(self._markers._decode(list(carry), skip_special_tokens=False), ())
+        events = early + self._start_events
         self._start_events = []
         self._scan(self._pending, events, final=True)
         if self._state is _STRING and not self.strict:

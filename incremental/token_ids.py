@@ -13,11 +13,15 @@ marker's special token stands (docs/streaming.md#token-ids says the rule).
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Sequence
 
 from gemma4_lark import tokens
 
 __all__ = ["TokenMarkers"]
+
+# Per tokenizer, its markers: a server makes a parser per response, and reads the ids once.
+_READ: "weakref.WeakKeyDictionary[Any, TokenMarkers]" = weakref.WeakKeyDictionary()
 
 # Without these a tokenizer is not Gemma 4's: no call could ever be recognised by id.
 _REQUIRED = (tokens.TOOL_CALL_OPEN, tokens.TOOL_CALL_CLOSE, tokens.STRING_DELIMITER)
@@ -33,6 +37,18 @@ class TokenMarkers:
         self.by_id = by_id
         self.ids = frozenset(by_id)
         self._decode = decode
+
+    @classmethod
+    def of(cls, tokenizer: Any) -> "TokenMarkers":
+        """`from_tokenizer`, read once per tokenizer (while it lives). Raises what that raises."""
+        try:
+            return _READ[tokenizer]
+        except KeyError:
+            pass
+        except TypeError:  # a tokenizer that cannot be weakly referenced: read each time
+            return cls.from_tokenizer(tokenizer)
+        markers = _READ[tokenizer] = cls.from_tokenizer(tokenizer)
+        return markers
 
     @classmethod
     def from_tokenizer(cls, tokenizer: Any) -> "TokenMarkers":
@@ -56,16 +72,33 @@ class TokenMarkers:
             raise ValueError(f"the tokenizer has no single token for {', '.join(missing)}: not a Gemma 4 tokenizer")
         return cls(by_id, decode)
 
-    def align(self, text: str, ids: Sequence[int]) -> tuple[str, tuple[int, ...]]:
+    def align(self, text: str, ids: Sequence[int],
+              carry: Sequence[int] = ()) -> tuple[str, tuple[int, ...], tuple[int, ...]]:
         """(the delta's text as reconstructed, the offsets in it where a marker's special token
-        starts). A delta with no marker id is its text as it is, with no marker in it, whatever it
-        spells (the common case: no decoding). Raises nothing the tokenizer does not."""
-        if text and self.ids.isdisjoint(ids):
-            return text, ()
+        starts, the ids to carry to the next delta). A delta with no marker id is its text as it
+        is, with no marker in it, whatever it spells (the common case: no decoding). A delta with
+        no text has its ids decoded, but for the bytes of a character not yet complete at its
+        end: their ids are carried (`carry`, given back with the next delta) and decoded with the
+        next delta's ids if that one has no text either; a delta with text has them in it.
+        Raises nothing the tokenizer does not."""
+        if text:
+            if self.ids.isdisjoint(ids):
+                return text, (), ()
+        elif not ids:
+            return "", (), tuple(carry)
+        else:
+            # every id's text is missing (speculative decoding), or an engine holds back a split
+            # character: the ids' text, decoded
+            segments = self._segments(list(carry) + list(ids))
+            held: tuple[int, ...] = ()
+            if segments[-1][0] is None:
+                run = segments[-1][1]
+                cut = self._incomplete(run)
+                if cut:
+                    held = tuple(run[-cut:])
+                    del run[-cut:]
+            return self._decoded(segments) + (held,)
         segments = self._segments(ids)
-        if not text:
-            # every id's text is missing (speculative decoding): the ids' text, decoded
-            return self._decoded(segments)
         out: list[str] = []
         marks: list[int] = []
         size = 0
@@ -91,7 +124,7 @@ class TokenMarkers:
         if k == len(segments):
             if at < len(text):  # text the engine released late (a character whose bytes were split)
                 out.append(text[at:])
-            return "".join(out), tuple(marks)
+            return "".join(out), tuple(marks), ()
         # Backward from the end, the same: an engine that holds back part of a character makes the
         # text differ from the ids' only at its ends.
         tail: list[tuple[str | None, str]] = []
@@ -130,7 +163,7 @@ class TokenMarkers:
                 marks.append(size)
             out.append(piece)
             size += len(piece)
-        return "".join(out), tuple(marks)
+        return "".join(out), tuple(marks), ()
 
     # --- helpers --------------------------------------------------------------------------------
     def _segments(self, ids: Sequence[int]) -> list[tuple[str | None, list[int]]]:
@@ -162,6 +195,17 @@ class TokenMarkers:
             out.append(piece)
             size += len(piece)
         return "".join(out), tuple(marks)
+
+    def _incomplete(self, run: list[int]) -> int:
+        """How many ids at the end of `run` are the first bytes of a character not complete yet
+        (their text decodes to U+FFFD), at most 3 (a character is at most 4 bytes); 0 if none."""
+        decode = self._decode
+        if not decode(run, skip_special_tokens=False).endswith("\ufffd"):
+            return 0
+        for cut in range(1, min(3, len(run)) + 1):
+            if not decode(run[:-cut], skip_special_tokens=False).endswith("\ufffd"):
+                return cut
+        return 0
 
     def _texts(self, run: list[int]):
         """The run's text, with the special tokens that are not markers and without (a server that

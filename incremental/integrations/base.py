@@ -23,7 +23,7 @@ from ..parser import StreamParser
 
 __all__ = [
     "Delta", "MarkerIds", "ThoughtGate", "ToolCallDeltas", "extract_calls", "plain", "split_reasoning",
-    "stream_parser_options",
+    "stream_parser_options", "token_parser",
 ]
 
 # The thought opener as the parser reads it: its newline is optional.
@@ -129,14 +129,27 @@ class ToolCallDeltas:
     def __init__(self, parser: StreamParser, *, stream_arguments: bool = True):
         self.stream = OpenAIStream(parser, stream_arguments=stream_arguments, reasoning_field=self.REASONING_FIELD)
 
-    def feed(self, text: str) -> Delta:
-        """The delta `text` completes (possibly empty). Raises what `OpenAIStream.feed` raises."""
-        return merge_chunks(self.stream.feed(text), self.REASONING_FIELD)
+    def feed(self, text: str, token_ids: Sequence[int] | None = None) -> Delta:
+        """The delta `text` (and its `token_ids`, for a parser made by `StreamParser.for_tokenizer`)
+        completes (possibly empty). Raises what `OpenAIStream.feed` raises."""
+        return merge_chunks(self.stream.feed(text, token_ids), self.REASONING_FIELD)
 
     def finish(self) -> Delta:
         """What the parser still held, and the end of every open block (an unclosed call fails
         here, as it does in `parse_output`). A second call returns an empty Delta."""
         return merge_chunks(self.stream.flush(), self.REASONING_FIELD)
+
+
+def token_parser(tokenizer: Any, options: Mapping[str, Any]) -> StreamParser | None:
+    """`StreamParser.for_tokenizer(tokenizer, **options)`: markers by token id (docs/streaming.md#token-ids),
+    or None when the tokenizer lacks `convert_tokens_to_ids` and `decode` or their marker tokens
+    (the adapter then reads markers by text). Raises what StreamParser raises for `options`."""
+    try:
+        return StreamParser.for_tokenizer(tokenizer, **options)
+    except (TypeError, ValueError) as error:
+        if "tokenizer" not in str(error):
+            raise
+        return None
 
 
 def extract_calls(text: str, **options: Any) -> tuple[str | None, list[dict[str, Any]]]:

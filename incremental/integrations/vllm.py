@@ -36,7 +36,9 @@ except ImportError as error:  # no vLLM, or one whose modules moved: say which a
                       name=error.name, path=error.path) from error
 
 from ..parser import StreamParser
-from .base import Delta, MarkerIds, ThoughtGate, ToolCallDeltas, extract_calls, split_reasoning, stream_parser_options
+from .base import (
+    Delta, MarkerIds, ThoughtGate, ToolCallDeltas, extract_calls, split_reasoning, stream_parser_options, token_parser,
+)
 
 __all__ = ["Gemma4LarkReasoningParser", "Gemma4LarkToolParser", "Gemma4LarkWholeCallsToolParser", "NAME"]
 
@@ -86,6 +88,8 @@ class _StrippedCheck:
 class Gemma4LarkToolParser(_StrippedCheck, ToolParser):
     """Gemma 4 tool calls through `StreamParser`/`OpenAIStream`: arguments streamed as the grammar
     accepts them (`stream_arguments`; `Gemma4LarkWholeCallsToolParser` sends each call whole).
+    Markers are read by token id, from the engine's delta ids and the request's tokenizer
+    (docs/streaming.md#token-ids): marker text written with ordinary tokens stays content.
 
     A block that fails is never sent as a call that can run: its streamed entry gets an `error`
     key and arguments that never close (invalid JSON), its raw text goes out as content.
@@ -96,6 +100,7 @@ class Gemma4LarkToolParser(_StrippedCheck, ToolParser):
     supports_required_and_named = False
     engine_based_streaming = True
     stream_arguments = True
+    by_token_id = False  # once streaming: whether the request's tokenizer gave the markers' ids
     # vLLM sets this when no reasoning parser is configured: thoughts then stay text.
     skip_reasoning_parsing = False
 
@@ -134,9 +139,18 @@ class Gemma4LarkToolParser(_StrippedCheck, ToolParser):
                                      delta_token_ids: Sequence[int], request: Any) -> DeltaMessage | None:
         self._check(delta_text, delta_token_ids)
         if self._deltas is None:
-            self._deltas = ToolCallDeltas(StreamParser(**self._options(request)),
-                                          stream_arguments=self.stream_arguments)
-        return _delta_message(self._deltas.feed(delta_text))
+            options = self._options(request)
+            parser = token_parser(self.model_tokenizer, options)
+            self.by_token_id = parser is not None
+            if parser is None:
+                logger.warning("the tokenizer (%s) has no convert_tokens_to_ids and decode: markers are read by"
+                               " text, so text that spells one counts as one", type(self.model_tokenizer).__name__)
+                parser = StreamParser(**options)
+            self._deltas = ToolCallDeltas(parser, stream_arguments=self.stream_arguments)
+        # The engine's ids: only a marker's special token is a marker, and ids whose text the
+        # delta lacks (speculative decoding, skipped special tokens) are decoded.
+        ids = list(delta_token_ids) if self.by_token_id and delta_token_ids is not None else None
+        return _delta_message(self._deltas.feed(delta_text, ids))
 
     def finish_streaming(self) -> DeltaMessage | None:
         """The end of the output: what the parser held, and the failure of an unclosed block."""
