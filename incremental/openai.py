@@ -139,7 +139,7 @@ class OpenAIStream:
             delta_text, marks = self.parser._align(delta_text, token_ids)
         arguments = self._open
         if arguments is None:  # no call being streamed (always so with stream_arguments=False)
-            events = self.parser._feed_aligned(delta_text, marks)
+            events = self.parser.feed(delta_text) if marks is None else self.parser._feed_aligned(delta_text, marks)
             if self.stream_arguments:
                 start = self._fed  # (stream offsets serve argument streaming only)
                 self._fed = start + len(delta_text)
@@ -198,7 +198,7 @@ class OpenAIStream:
         held back from it (`feed`; string content with no marker id in token mode)."""
         held = self._held
         if held is None:
-            return self.parser._feed_aligned(text, marks)
+            return self.parser.feed(text) if marks is None else self.parser._feed_aligned(text, marks)
         self._held = None
         parser = self.parser
         return parser._feed_aligned(held.text(), None if parser._marks is None else ()) + parser._feed_aligned(text, marks)

@@ -175,6 +175,7 @@ class StreamParser:
         # marker's special token starts; a `<` anywhere else is text. None: markers by text.
         self._markers: TokenMarkers | None = None
         self._marks: set[int] | None = None
+        self._marker_ids: frozenset[int] = frozenset()
         self._mask = ""         # while a block is decoded: what stands for the `<` of spelled markers
         self._carry: tuple[int, ...] = ()  # ids of a character not complete when the last delta ended
         if start_in_thinking and parse_thinking:
@@ -232,6 +233,7 @@ class StreamParser:
         parser = cls(**options)
         parser._markers = TokenMarkers.of(tokenizer)
         parser._marks = set()
+        parser._marker_ids = parser._markers.ids
         parser._armed = False  # a missing opener is in the ids: nothing to guess
         return parser
 
@@ -246,41 +248,26 @@ class StreamParser:
         """
         if type(chunk) is not str:
             raise TypeError(f"chunks must be str, not {type(chunk).__name__}")
-        if token_ids is None:
-            return self._feed_aligned(chunk, None)
-        return self._feed_aligned(*self._align(chunk, token_ids))
-
-    def _align(self, chunk: str, token_ids: Sequence[int]) -> tuple[str, tuple[int, ...]]:
-        """(the delta's text as reconstructed, where its markers' special tokens start)."""
-        if self._markers is None:
-            raise ValueError("token_ids need a parser made by StreamParser.for_tokenizer(tokenizer)")
-        if type(chunk) is not str:
-            raise TypeError(f"chunks must be str, not {type(chunk).__name__}")
-        text, marks, self._carry = self._markers.align(chunk, token_ids, self._carry)
-        return text, marks
-
-    def _feed_aligned(self, chunk: str, marks: tuple[int, ...] | None) -> list[Event]:
-        """feed() of a chunk whose markers' offsets in it are `marks` (token mode), or None: read
-        its markers by text (in token mode, every `<` of it may start one)."""
+        if token_ids is not None or self._marks is not None:
+            # Token mode. The common delta: text and no marker id, nothing held back: text,
+            # thought or block content as a whole, whatever it spells (inlined: this runs per token)
+            if (chunk and token_ids is not None and self._marks is not None and self._marker_ids.isdisjoint(token_ids)
+                    and not self._pending
+                    and not self._start_events and not self._label_due and not self._finished and not self._oversized):
+                self._carry = ()
+                start = self._pos
+                end = self._pos = start + len(chunk)
+                state = self._state
+                if state is _TEXT:
+                    return [Text(chunk, (start, end))]
+                if state is _THINKING:
+                    return [ThinkingDelta(chunk, (start, end))]
+                events = []
+                self._add_to_block(chunk, start, events)
+                return events
+            return self._feed_ids(chunk, token_ids)
         if self._finished:
             raise RuntimeError("feed() after flush(): the stream is over")
-        known = self._marks
-        if known is not None:
-            at = self._pos + len(self._pending)
-            if marks is None:
-                find = chunk.find
-                k = find("<")
-                while k != -1:
-                    known.add(at + k)
-                    k = find("<", k + 1)
-            elif marks:
-                known.update(at + m for m in marks)
-            elif not self._pending and not self._start_events and not self._label_due:
-                # a delta with no marker id is text, thought or block content as a whole, whatever
-                # it spells (what the fast path below does; no bare block opens in token mode)
-                return self._plain(chunk)
-            if self._label_due:  # (the fast path below would skip the late label)
-                return self._scan_chunk(chunk)
         # Fast path, most chunks of most streams: nothing held back and no `<` in sight, so the
         # chunk is text, thought or block content as a whole.
         # (A bare block counts its braces: the scan does that.)
@@ -299,6 +286,47 @@ class StreamParser:
             events = []
             self._add_to_block(chunk, start, events)
             return events
+        return self._scan_chunk(chunk)
+
+    def _feed_ids(self, chunk: str, token_ids: Sequence[int] | None) -> list[Event]:
+        """feed() in token mode."""
+        markers = self._markers
+        if markers is None:
+            raise ValueError("token_ids need a parser made by StreamParser.for_tokenizer(tokenizer)")
+        if token_ids is None:
+            return self._feed_aligned(chunk, None)
+        return self._feed_aligned(*self._align(chunk, token_ids))
+
+    def _align(self, chunk: str, token_ids: Sequence[int]) -> tuple[str, tuple[int, ...]]:
+        """(the delta's text as reconstructed, where its markers' special tokens start)."""
+        if self._markers is None:
+            raise ValueError("token_ids need a parser made by StreamParser.for_tokenizer(tokenizer)")
+        if type(chunk) is not str:
+            raise TypeError(f"chunks must be str, not {type(chunk).__name__}")
+        text, marks, self._carry = self._markers.align(chunk, token_ids, self._carry)
+        return text, marks
+
+    def _feed_aligned(self, chunk: str, marks: tuple[int, ...] | None) -> list[Event]:
+        """feed() of a chunk whose markers' offsets in it are `marks` (token mode), or None: read
+        its markers by text (in token mode, every `<` of it may start one)."""
+        if self._marks is None:  # (a parser not made by for_tokenizer: marks are None)
+            return self.feed(chunk)
+        if self._finished:
+            raise RuntimeError("feed() after flush(): the stream is over")
+        known = self._marks
+        at = self._pos + len(self._pending)
+        if marks is None:  # markers by text: every `<` may start one
+            find = chunk.find
+            k = find("<")
+            while k != -1:
+                known.add(at + k)
+                k = find("<", k + 1)
+        elif marks:
+            known.update(at + m for m in marks)
+        if not self._pending and not self._start_events and not self._label_due and (marks == () or "<" not in chunk):
+            # no marker in the chunk: text, thought or block content as a whole, whatever it
+            # spells (no bare block opens in token mode)
+            return self._plain(chunk)
         return self._scan_chunk(chunk)
 
     def _plain(self, chunk: str) -> list[Event]:

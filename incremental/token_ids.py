@@ -23,6 +23,9 @@ __all__ = ["TokenMarkers"]
 # Per tokenizer, its markers: a server makes a parser per response, and reads the ids once.
 _READ: "weakref.WeakKeyDictionary[Any, TokenMarkers]" = weakref.WeakKeyDictionary()
 
+# How many ids' own texts are kept (a vocabulary has some 262,000; a stream uses few of them).
+_MAX_PIECES = 1 << 16
+
 # Without these a tokenizer is not Gemma 4's: no call could ever be recognised by id.
 _REQUIRED = (tokens.TOOL_CALL_OPEN, tokens.TOOL_CALL_CLOSE, tokens.STRING_DELIMITER)
 
@@ -31,12 +34,13 @@ class TokenMarkers:
     """The control tokens of a tokenizer's vocabulary, each by its id (`by_id`), and the tokenizer's
     `decode` for the ids whose text a delta lacks."""
 
-    __slots__ = ("by_id", "ids", "_decode")
+    __slots__ = ("by_id", "ids", "_decode", "_pieces")
 
     def __init__(self, by_id: dict[int, str], decode: Any):
         self.by_id = by_id
         self.ids = frozenset(by_id)
         self._decode = decode
+        self._pieces: dict[int, str] = dict(by_id)  # each id's own text, as decoded alone
 
     @classmethod
     def of(cls, tokenizer: Any) -> "TokenMarkers":
@@ -89,15 +93,20 @@ class TokenMarkers:
         else:
             # every id's text is missing (speculative decoding), or an engine holds back a split
             # character: the ids' text, decoded
-            segments = self._segments(list(carry) + list(ids))
+            segments = self._segments(list(carry) + list(ids) if carry else ids)
             held: tuple[int, ...] = ()
-            if segments[-1][0] is None:
+            decoded, marks = self._decoded(segments)
+            if segments[-1][0] is None and decoded.endswith("\ufffd"):
                 run = segments[-1][1]
                 cut = self._incomplete(run)
                 if cut:
                     held = tuple(run[-cut:])
                     del run[-cut:]
-            return self._decoded(segments) + (held,)
+                    decoded, marks = self._decoded(segments)
+            return decoded, marks, held
+        marks = self._walk(text, ids)
+        if marks is not None:
+            return text, marks, ()
         segments = self._segments(ids)
         out: list[str] = []
         marks: list[int] = []
@@ -166,6 +175,25 @@ class TokenMarkers:
         return "".join(out), tuple(marks), ()
 
     # --- helpers --------------------------------------------------------------------------------
+    def _walk(self, text: str, ids: Sequence[int]) -> tuple[int, ...] | None:
+        """Where the markers are when the delta's text is its ids' texts, each id decoded alone,
+        one after the other (the common delta with a marker); None when it is not."""
+        pieces, by_id, decode = self._pieces, self.by_id, self._decode
+        marks = []
+        at = 0
+        for token in ids:
+            piece = pieces.get(token)
+            if piece is None:
+                piece = decode([token], skip_special_tokens=False)
+                if len(pieces) < _MAX_PIECES:
+                    pieces[token] = piece
+            if not text.startswith(piece, at):
+                return None
+            if token in by_id:
+                marks.append(at)
+            at += len(piece)
+        return tuple(marks) if at == len(text) else None
+
     def _segments(self, ids: Sequence[int]) -> list[tuple[str | None, list[int]]]:
         """The ids as (marker, []) for each marker id and (None, run) for each run of others."""
         by_id = self.by_id
@@ -189,19 +217,33 @@ class TokenMarkers:
         marks: list[int] = []
         size = 0
         for marker, run in segments:
-            piece = marker if marker is not None else self._decode(run, skip_special_tokens=False)
+            piece = marker if marker is not None else self._run_text(run)
             if marker is not None:
                 marks.append(size)
             out.append(piece)
             size += len(piece)
         return "".join(out), tuple(marks)
 
+    def _run_text(self, run: list[int]) -> str:
+        """The run's text: its ids' own texts joined, unless one is part of a character (U+FFFD):
+        then the run decoded whole."""
+        pieces = self._pieces
+        texts = []
+        for token in run:
+            piece = pieces.get(token)
+            if piece is None:
+                piece = self._decode([token], skip_special_tokens=False)
+                if len(pieces) < _MAX_PIECES:
+                    pieces[token] = piece
+            if "\ufffd" in piece:
+                return self._decode(run, skip_special_tokens=False)
+            texts.append(piece)
+        return "".join(texts)
+
     def _incomplete(self, run: list[int]) -> int:
-        """How many ids at the end of `run` are the first bytes of a character not complete yet
-        (their text decodes to U+FFFD), at most 3 (a character is at most 4 bytes); 0 if none."""
+        """How many ids at the end of `run`, whose text ends in U+FFFD, are the first bytes of a
+        character not complete yet, at most 3 (a character is at most 4 bytes); 0 if none."""
         decode = self._decode
-        if not decode(run, skip_special_tokens=False).endswith("\ufffd"):
-            return 0
         for cut in range(1, min(3, len(run)) + 1):
             if not decode(run[:-cut], skip_special_tokens=False).endswith("\ufffd"):
                 return cut
