@@ -5,6 +5,7 @@ multi-character pieces, every control token one special id) and a real one built
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -14,6 +15,7 @@ from gemma4_incremental import Stop, StreamParser, Text, ThinkingDelta, ToolCall
 from gemma4_incremental.openai import OpenAIStream, to_openai_message
 from gemma4_incremental.output import merge_deltas
 from gemma4_lark import tokens
+from gemma4_lark.render.safety import CONTROL
 from stream_helpers import assert_tiles, counter_ids
 
 
@@ -434,3 +436,43 @@ def test_property_token_mode_reads_the_text_and_spelled_markers_make_no_call(dat
     spelled = run_tokens(_steps(data.draw, TOK.spell(text), [TOK.decode]), **options)
     assert not [e for e in spelled if isinstance(e, (ToolCallStart, ToolCallEnd, ToolCallError, Stop))]
     assert "".join(e.text for e in spelled if isinstance(e, (Text, ThinkingDelta))) == text
+
+
+_MIXED = [f for f in _FRAGMENTS if f != "call:"] + ["<|", "|>", "<tool", "_call|>", "thought\n"]
+
+
+def _masked_back(value, mask):
+    """`value` (events, their fields) with `mask` back to `<`."""
+    if isinstance(value, str):
+        return value.replace(mask, "<")
+    if isinstance(value, (list, tuple)):
+        return type(value)(_masked_back(v, mask) for v in value)
+    if isinstance(value, dict):
+        return {_masked_back(k, mask): _masked_back(v, mask) for k, v in value.items()}
+    if dataclasses.is_dataclass(value):
+        return dataclasses.replace(value, **{f.name: _masked_back(getattr(value, f.name), mask)
+                                             for f in dataclasses.fields(value) if f.init})
+    return value
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_property_spelled_and_real_markers_mixed_read_as_text_mode_reads_the_spelled_ones_defused(data):
+    # The oracle: text mode on the same text with the `<` of every spelled control token replaced
+    # by a character that is no marker, that character put back in its events. Token mode must
+    # give exactly those events, at any chunking, with text missing or markers stripped.
+    parts = data.draw(st.lists(st.tuples(st.sampled_from(_MIXED), st.booleans()), max_size=12))
+    ids = [i for piece, real in parts for i in (TOK.encode(piece) if real else TOK.spell(piece))]
+    text = TOK.decode(ids)
+    special, at = set(), 0  # where a special token starts
+    for token in ids:
+        if token in TOK.special:
+            special.add(at)
+        at += len(TOK.decode([token]))
+    defused = "".join("\ue000" if c == "<" and i not in special and CONTROL.match(text, i) else c
+                      for i, c in enumerate(text))
+    options = data.draw(st.sampled_from([{}, {"strict": True}, {"parse_thinking": False}]))
+    steps = _steps(data.draw, ids, [TOK.decode, lambda c: TOK.decode(c, skip_special_tokens=True), lambda c: ""])
+    events = run_tokens(steps, **options)
+    assert merge_deltas(events) == merge_deltas(_masked_back(run_text(defused, **options), "\ue000"))
+    assert_tiles(events, text)
