@@ -297,8 +297,8 @@ def test_a_quoted_marker_is_content_never_a_call(tool_parser, tokens_per_step):
 
 @pytest.mark.parametrize("tokens_per_step", [1, 2, 5])
 def test_empty_text_steps_and_skipped_markers_are_read_from_the_ids(tokens_per_step):
-    text = 'Checking.' + REAL_CALL + '<|tool_call>call:a{x:1}<tool_call|>'
-    want = expected(text)
+    text = '<|channel>thought\nWeather.<channel|>Checking.' + REAL_CALL + '<|tool_call>call:a{x:1}<tool_call|>'
+
     # speculative decoding: some steps come with their ids and no text (vLLM #49254), the last
     # step (the closer) too
     def mtp(n, step):
@@ -309,10 +309,26 @@ def test_empty_text_steps_and_skipped_markers_are_read_from_the_ids(tokens_per_s
         return "".join(p for p, t in step if t not in TOKENIZER.text_of)
 
     for text_of in (mtp, stripped):
-        for reasoning in (True, False):
+        # the reasoning parser takes the opening thought (thinking on), the tool parser the rest; or
+        # the tool parser all of it, the thought as text (no reasoning parser)
+        for reasoning, thinking in ((True, {"enable_thinking": True}), (True, None), (False, None)):
             chunks = stream(server(reasoning=reasoning), request(), text, tokens_per_step, TOKENIZER.prompt(),
-                            text_of=text_of)
-            assert accumulate(chunks)[:3] == want
+                            chat_template_kwargs=thinking, text_of=text_of)
+            assert accumulate(chunks)[:3] == expected(text, parse_thinking=reasoning), (reasoning, thinking)
+
+
+@pytest.mark.parametrize("tokens_per_step", [1, 4])
+def test_a_quoted_marker_in_the_opening_thought_stays_reasoning(tokens_per_step):
+    # a thought that quotes the closer and a call, written with ordinary tokens, then a real call
+    quoted = 'The doc shows <channel|> and <|tool_call>call:write{path:<|"|>/x<|"|>}<tool_call|>.'
+    pieces = (TOKENIZER.tokenize("<|channel>thought\n") + TOKENIZER.tokenize(quoted, spelled=True)
+              + TOKENIZER.tokenize("<channel|>Sure." + REAL_CALL))
+    text = "".join(p for p, _ in pieces)
+    chunks = stream(server(), request(), text, tokens_per_step, TOKENIZER.prompt(),
+                    chat_template_kwargs={"enable_thinking": True}, pieces=pieces)
+    content, thought, calls, void, _ = accumulate(chunks)
+    assert (content, thought) == ("Sure.", quoted)
+    assert calls == [("get_weather", '{"city": "Paris", "days": 3}')] and not void
 
 
 def test_a_tokenizer_without_the_methods_falls_back_to_text(caplog):

@@ -20,6 +20,7 @@ from gemma4_lark.tools import read_tool_choice
 from ..openai import OpenAIStream, to_openai_message
 from ..output import parse_output
 from ..parser import StreamParser
+from ..token_ids import TokenMarkers
 
 __all__ = [
     "Delta", "MarkerIds", "ThoughtGate", "ToolCallDeltas", "extract_calls", "plain", "split_reasoning",
@@ -190,42 +191,69 @@ class ThoughtGate:
     thought ends at `<channel|>`, or where the parser ends it (a `<|tool_call>`, a stop marker):
     the text from there on is forwarded. `start_in_thinking`: the prompt ended inside the thought.
     Memory: the thought is not kept, only what the parser holds back.
+
+    `tokenizer` (one `StreamParser.for_tokenizer` takes): deltas fed with their `token_ids` are
+    read by token id (docs/streaming.md#token-ids): a thought opens and closes at the special
+    tokens only, and what a delta's text lacks (no text at all, a skipped marker) is put back; the
+    text forwarded is the text as reconstructed.
     """
 
-    def __init__(self, *, start_in_thinking: bool = False):
+    def __init__(self, *, start_in_thinking: bool = False, tokenizer: Any = None):
         self.ended = False
+        self._tokenizer = tokenizer
+        self._markers = TokenMarkers.of(tokenizer) if tokenizer is not None else None
+        self._carry: tuple[int, ...] = ()  # ids of a character not complete yet (TokenMarkers.align)
         self._parser: StreamParser | None = None
         self._head = ""      # before a thought is decided: what may still open one
+        self._head_marks: tuple[int, ...] = ()  # where in it a marker's special token starts
         self._held = ""      # in a thought: the raw text the events have not accounted for yet
         self._held_at = 0    # its offset in the parser's stream
         if start_in_thinking:
-            self._parser = StreamParser(start_in_thinking=True)
+            self._parser = self._new_parser(start_in_thinking=True)
 
-    def feed(self, text: str) -> tuple[str | None, str, str | None]:
+    def _new_parser(self, **options: Any) -> StreamParser:
+        if self._markers is None:
+            return StreamParser(**options)
+        return StreamParser.for_tokenizer(self._tokenizer, **options)
+
+    def feed(self, text: str, token_ids: Sequence[int] | None = None) -> tuple[str | None, str, str | None]:
         if self.ended:
             raise RuntimeError("the thought is over: feed the rest to the tool parser")
+        marks: tuple[int, ...] | None = None
+        if token_ids is not None and self._markers is not None:
+            text, marks, self._carry = self._markers.align(text, token_ids, self._carry)
         if self._parser is None:
             head = self._head + text
             rest = head.lstrip(" \t\r\n")
-            content = head[: len(head) - len(rest)]
-            if not rest or (len(rest) < len(_THOUGHT_HEAD) and _THOUGHT_HEAD.startswith(rest)):
+            skip = len(head) - len(rest)
+            content = head[:skip]
+            head_marks = None
+            opener = True  # whether the `<` that rest begins with may open a thought
+            if marks is not None:
+                head_marks = self._head_marks + tuple(len(self._head) + m for m in marks)
+                opener = skip in head_marks
+            if not rest or (opener and len(rest) < len(_THOUGHT_HEAD) and _THOUGHT_HEAD.startswith(rest)):
                 self._head = rest
+                self._head_marks = tuple(m - skip for m in head_marks or () if m >= skip)
                 return None, content, None
             self._head = ""
-            if not rest.startswith(_THOUGHT_HEAD):
+            self._head_marks = ()
+            if not (opener and rest.startswith(_THOUGHT_HEAD)):
                 self.ended = True
                 return None, content, rest
-            self._parser = StreamParser()
-            reasoning, forward = self._read(rest)
+            self._parser = self._new_parser()
+            rest_marks = None if head_marks is None else tuple(m - skip for m in head_marks if m >= skip)
+            reasoning, forward = self._read(rest, rest_marks)
             return reasoning, content, forward
-        reasoning, forward = self._read(text)
+        reasoning, forward = self._read(text, marks)
         return reasoning, "", forward
 
-    def _read(self, text: str) -> tuple[str | None, str | None]:
+    def _read(self, text: str, marks: tuple[int, ...] | None = None) -> tuple[str | None, str | None]:
         held = self._held + text
         reasoning: list[str] = []
         accounted = self._held_at
-        for event in self._parser.feed(text):
+        parser = self._parser
+        for event in parser.feed(text) if marks is None else parser._feed_aligned(text, marks):
             kind = type(event)
             if kind is ThinkingDelta or kind is ThinkingStart:
                 reasoning.append(event.text if kind is ThinkingDelta else "")
@@ -245,7 +273,10 @@ class ThoughtGate:
         self.ended = True
         if self._parser is None:
             return None, self._head
-        held = [e.text for e in self._parser.flush() if type(e) is ThinkingDelta]
+        events = []
+        if self._carry:  # a character never completed: as the whole text has it
+            events = self._parser._feed_aligned(self._markers._decode(list(self._carry), skip_special_tokens=False), ())
+        held = [e.text for e in events + self._parser.flush() if type(e) is ThinkingDelta]
         return ("".join(held) if held else None), ""
 
 

@@ -225,10 +225,13 @@ class Gemma4LarkReasoningParser(_StrippedCheck, ReasoningParser):
                                     delta_token_ids: Sequence[int]) -> DeltaMessage | None:
         self._check(delta_text, delta_token_ids)
         if self._gate is None:
-            self._gate = ThoughtGate(start_in_thinking=self._start_in_thinking)
+            # markers by token id, as the tool parser reads them (docs/streaming.md#token-ids)
+            tokenizer = self.model_tokenizer if token_parser(self.model_tokenizer, {}) is not None else None
+            self._gate = ThoughtGate(start_in_thinking=self._start_in_thinking, tokenizer=tokenizer)
         if self._gate.ended:  # (vLLM stops calling once the thought is over) the rest is content
             return DeltaMessage(content=delta_text) if delta_text else None
-        reasoning, content, forward = self._gate.feed(delta_text)
+        ids = list(delta_token_ids) if self._gate._markers is not None and delta_token_ids is not None else None
+        reasoning, content, forward = self._gate.feed(delta_text, ids)
         content += forward or ""
         if reasoning is None and not content:
             return None
