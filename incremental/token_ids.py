@@ -151,22 +151,18 @@ class TokenMarkers:
                 tail.append((None, piece))
                 end -= len(piece)
             stop -= 1
+        # The ids in between cannot be placed in the text: what is left of it is content as it
+        # stands (a delta with text is never decoded into more: text a server left out on purpose,
+        # such as a thought before a marker it forwards, would come twice), and the markers among
+        # those ids follow it.
         middle = text[at:end]
-        if middle:
-            # The ids in between cannot be placed in the text: it is content as it stands, and the
-            # markers among those ids follow it.
-            out.append(middle)
-            size += len(middle)
-            for marker, _ in segments[k:stop]:
-                if marker is not None:
-                    marks.append(size)
-                    out.append(marker)
-                    size += len(marker)
-        else:
-            decoded, inner = self._decoded(segments[k:stop])
-            marks.extend(size + m for m in inner)
-            out.append(decoded)
-            size += len(decoded)
+        out.append(middle)
+        size += len(middle)
+        for marker, _ in segments[k:stop]:
+            if marker is not None:
+                marks.append(size)
+                out.append(marker)
+                size += len(marker)
         for marker, piece in reversed(tail):
             if marker is not None:
                 marks.append(size)

@@ -476,3 +476,15 @@ def test_property_spelled_and_real_markers_mixed_read_as_text_mode_reads_the_spe
     events = run_tokens(steps, **options)
     assert merge_deltas(events) == merge_deltas(_masked_back(run_text(defused, **options), "\ue000"))
     assert_tiles(events, text)
+
+
+def test_a_delta_whose_text_is_a_part_of_its_ids_text_is_never_decoded_into_more():
+    # vLLM's reasoning parser forwards the text after a thought with the delta's ids (all of them
+    # when no `<channel|>` is among them): the thought's text must not come back as content
+    ids = TOK.encode("hmm, more thought") + TOK.encode("<turn|>")
+    events = run_tokens([("<turn|>", ids)])
+    assert [(type(e), e.marker) for e in events] == [(Stop, tokens.TURN_CLOSE)]
+    # the same delta with a character the engine held back at each end: the marker is put after
+    # the text it cannot place, never lost, and no ordinary text becomes a marker
+    text, marks, carry = StreamParser.for_tokenizer(TOK)._markers.align("x<|a" + "b", TOK.encode("y<turn|>z"))
+    assert (text, marks, carry) == ("x<|ab<turn|>", (5,), ())

@@ -290,6 +290,7 @@ class MarkerIds:
     tool_call_open: int
     boundaries: frozenset[int]          # a turn's or a tool response's start: no thought crosses it
     by_text: Mapping[str, int]
+    stops: frozenset[int] = frozenset()  # the stop markers (`<|tool_response>`, `<turn|>`, `<eos>`)
 
     @classmethod
     def from_vocab(cls, vocab: Mapping[str, int]) -> "MarkerIds":
@@ -300,7 +301,8 @@ class MarkerIds:
             raise ValueError(f"the tokenizer has no token for {', '.join(missing)}: not a Gemma 4 tokenizer")
         return cls(vocab[tokens.CHANNEL_OPEN], vocab[tokens.CHANNEL_CLOSE], vocab[tokens.TOOL_CALL_OPEN],
                    frozenset((vocab[tokens.TURN_OPEN], vocab[tokens.TOOL_RESPONSE_OPEN])),
-                   {m: vocab[m] for m in _MARKERS})
+                   {m: vocab[m] for m in _MARKERS},
+                   frozenset(vocab[m] for m in (tokens.TOOL_RESPONSE_OPEN, tokens.TURN_CLOSE, tokens.EOS) if m in vocab))
 
     def thought_over(self, ids: Sequence[int], expect_thought: bool) -> bool:
         """Whether the output whose token ids end `ids` (a prompt, or a prompt and what followed)
@@ -352,13 +354,14 @@ class MarkerIds:
         return count
 
     def content_ids(self, ids: list[int]) -> list[int]:
-        """The ids after the thought: after the last `<channel|>`, or from the `<|tool_call>` that
-        ended it; all of them when neither is there. Raises nothing."""
+        """The ids after the thought: after the last `<channel|>`, or from the `<|tool_call>` or
+        stop marker that ended it (the text the reasoning parser forwards starts there too); all
+        of them when none is there. Raises nothing."""
         for i in range(len(ids) - 1, -1, -1):
             if ids[i] == self.channel_close:
                 return ids[i + 1:]
         for i, token in enumerate(ids):
-            if token == self.tool_call_open:
+            if token == self.tool_call_open or token in self.stops:
                 return ids[i:]
         return ids
 
