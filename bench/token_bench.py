@@ -7,7 +7,7 @@ Usage: python bench/token_bench.py [--quick]
 The output: prose, thoughts and calls (about 5% of its tokens are markers), tokenized as a model
 writes it (every control token one special id, other text in pieces of 1-4 characters), streamed
 one token per delta as an engine does, then in deltas of 4 tokens (speculative decoding), and
-once more with every other delta's text missing. Each figure is the best of five runs in one
+once more with every other delta's text missing. Each figure is the best of nine runs in one
 process (CPU time, runs interleaved); the ratio compares runs made side by side.
 """
 
@@ -103,7 +103,7 @@ def main() -> None:
         text_deltas = [(tokenizer.decode(s), s) for s in steps]
         for openai in (False, True):
             by_text = by_id = float("inf")
-            for _ in range(5):  # side by side, the best of each
+            for _ in range(9):  # side by side, the best of each
                 by_text = min(by_text, run(text_deltas, tokenizer, False, openai))
                 by_id = min(by_id, run(deltas, tokenizer, True, openai))
             where = "OpenAIStream" if openai else "StreamParser"
