@@ -37,6 +37,7 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/parse_bench.py
 	$(BIN)/python bench/stream_bench.py
+	$(BIN)/python bench/token_bench.py
 	$(BIN)/python bench/render_bench.py
 	$(BIN)/python bench/adversarial_bench.py
 	$(BIN)/python bench/import_bench.py

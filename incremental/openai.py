@@ -29,7 +29,7 @@ from __future__ import annotations
 import secrets
 import time
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from gemma4_lark.events import Event, Text, ThinkingDelta, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart
 from .arguments import ArgumentStream
@@ -137,12 +137,17 @@ class OpenAIStream:
     def model(self) -> str:
         return self._chunk_head["model"]
 
-    def feed(self, delta_text: str) -> list[dict[str, Any]]:
-        """The chunks `delta_text` completes. Raises what `StreamParser.feed` raises (TypeError for
-        a non-str, RuntimeError after flush)."""
+    def feed(self, delta_text: str, token_ids: Sequence[int] | None = None) -> list[dict[str, Any]]:
+        """The chunks `delta_text` completes. `token_ids`: the delta's ids, for a parser made by
+        `StreamParser.for_tokenizer` (markers by id; docs/streaming.md#token-ids). Raises what
+        `StreamParser.feed` raises (TypeError for a non-str, ValueError for ids a parser cannot
+        take, RuntimeError after flush)."""
+        marks = None
+        if token_ids is not None:  # the delta's text as reconstructed from its text and ids
+            delta_text, marks = self.parser._align(delta_text, token_ids)
         arguments = self._open
         if arguments is None:  # no call being streamed (always so with stream_arguments=False)
-            events = self.parser.feed(delta_text)
+            events = self.parser.feed(delta_text) if marks is None else self.parser._feed_aligned(delta_text, marks)
             if self.stream_arguments:
                 start = self._fed  # (stream offsets serve argument streaming only)
                 self._fed = start + len(delta_text)
@@ -163,7 +168,7 @@ class OpenAIStream:
                         "finish_reason": None, "logprobs": None}]
                     return [chunk]
             return self._chunks(events, delta_text, start)
-        if type(delta_text) is str and self._fed + len(delta_text) <= self._open_limit:
+        if not marks and type(delta_text) is str and self._fed + len(delta_text) <= self._open_limit:
             fragment = arguments.feed_content(delta_text)
             if fragment is not None:
                 # The common case while a call is written: the delta is all content of one of its
@@ -184,7 +189,7 @@ class OpenAIStream:
                     {"index": self._open_index, "function": {"arguments": fragment}}]},
                     "finish_reason": None, "logprobs": None}]
                 return [chunk]
-        events = self._parser_feed(delta_text)
+        events = self._parser_feed(delta_text, marks)
         start = self._fed
         self._fed = start + len(delta_text)
         if not events:
@@ -196,13 +201,15 @@ class OpenAIStream:
                                 None)]
         return self._chunks(events, delta_text, start)
 
-    def _parser_feed(self, text: str) -> list[Event]:
-        """The parser's events for `text`, after the text held back from it (`feed`)."""
+    def _parser_feed(self, text: str, marks: tuple[int, ...] | None = None) -> list[Event]:
+        """The parser's events for `text` (its markers at `marks` in token mode), after the text
+        held back from it (`feed`; string content with no marker id in token mode)."""
         held = self._held
         if held is None:
-            return self.parser.feed(text)
+            return self.parser.feed(text) if marks is None else self.parser._feed_aligned(text, marks)
         self._held = None
-        return self.parser.feed(held.text()) + self.parser.feed(text)
+        parser = self.parser
+        return parser._feed_aligned(held.text(), None if parser._marks is None else ()) + parser._feed_aligned(text, marks)
 
     def flush(self) -> list[dict[str, Any]]:
         """The end of the stream: the chunks of what the parser still held, then the final chunk.

@@ -15,7 +15,7 @@ markup it is handed in the text, since a detector's result has no place for reas
 
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any, List, Sequence
 
 from gemma4_lark import tokens
 
@@ -27,7 +27,7 @@ except ImportError as error:  # no SGLang, or one whose modules moved: say which
                       name=error.name, path=error.path) from error
 
 from ..parser import StreamParser
-from .base import Delta, ToolCallDeltas, extract_calls, stream_parser_options
+from .base import Delta, ToolCallDeltas, extract_calls, stream_parser_options, token_parser
 
 __all__ = ["Gemma4LarkDetector", "Gemma4LarkStreamedDetector", "Gemma4LarkWholeCallsDetector", "NAME", "register"]
 
@@ -61,10 +61,13 @@ class Gemma4LarkDetector(BaseFormatDetector):
 
     stream_arguments = False
 
-    def __init__(self) -> None:
+    def __init__(self, tokenizer: Any = None) -> None:
         super().__init__()
         self.bot_token = tokens.TOOL_CALL_OPEN
         self.eot_token = tokens.TOOL_CALL_CLOSE
+        # SGLang's FunctionCallParser hands its tokenizer to a detector that takes one: with it,
+        # deltas that come with their ids are read by token id (docs/streaming.md#token-ids)
+        self.tokenizer = tokenizer
         self._deltas: ToolCallDeltas | None = None
         # the streamed entries voided (SGLang reads this set: a choice with one is not "tool_calls")
         self.incomplete_tool_call_indices: set[int] = set()
@@ -85,10 +88,18 @@ class Gemma4LarkDetector(BaseFormatDetector):
             ToolCallItem(tool_index=i, name=call["function"]["name"], parameters=call["function"]["arguments"])
             for i, call in enumerate(calls)])
 
-    def parse_streaming_increment(self, new_text: str, tools: List[Any]) -> StreamingParseResult:
+    def parse_streaming_increment(self, new_text: str, tools: List[Any],
+                                  token_ids: Sequence[int] | None = None) -> StreamingParseResult:
+        """One delta. `token_ids`, the delta's ids (SGLang 0.5.23's serving loop passes text only:
+        a loop that has them passes them here), are read with the tokenizer this detector was
+        given: markers by id. Without them, or without a tokenizer, markers are read by text."""
         if self._deltas is None:
-            self._deltas = ToolCallDeltas(StreamParser(**self._options(tools)), stream_arguments=self.stream_arguments)
-        return _result(self._deltas.feed(new_text), self.incomplete_tool_call_indices)
+            options = self._options(tools)
+            parser = token_parser(self.tokenizer, options) if self.tokenizer is not None else None
+            self._deltas = ToolCallDeltas(parser or StreamParser(**options), stream_arguments=self.stream_arguments)
+        if token_ids is not None and self._deltas.stream.parser._markers is None:
+            token_ids = None  # (no tokenizer to read them with)
+        return _result(self._deltas.feed(new_text, token_ids), self.incomplete_tool_call_indices)
 
     def finish(self, tools: List[Any]) -> StreamingParseResult:
         """The end of the output: what the parser held, and the failure of an unclosed block."""

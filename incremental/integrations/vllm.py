@@ -36,7 +36,9 @@ except ImportError as error:  # no vLLM, or one whose modules moved: say which a
                       name=error.name, path=error.path) from error
 
 from ..parser import StreamParser
-from .base import Delta, MarkerIds, ThoughtGate, ToolCallDeltas, extract_calls, split_reasoning, stream_parser_options
+from .base import (
+    Delta, MarkerIds, ThoughtGate, ToolCallDeltas, extract_calls, split_reasoning, stream_parser_options, token_parser,
+)
 
 __all__ = ["Gemma4LarkReasoningParser", "Gemma4LarkStreamedToolParser", "Gemma4LarkToolParser",
            "Gemma4LarkWholeCallsToolParser", "NAME"]
@@ -90,6 +92,8 @@ class Gemma4LarkToolParser(_StrippedCheck, ToolParser):
     block that fails is ever sent as a call (its raw text goes out as content), and
     `finish_reason` is what the same request gets without streaming.
     `Gemma4LarkStreamedToolParser` (`gemma4-lark-stream`) streams arguments instead.
+    Markers are read by token id, from the engine's delta ids and the request's tokenizer
+    (docs/streaming.md#token-ids): marker text written with ordinary tokens stays content.
 
     `tool_choice` "required" or a named function is parsed like "auto" (vLLM's JSON-schema
     forcing would make the model write JSON, not Gemma's syntax): the output is not forced.
@@ -98,6 +102,7 @@ class Gemma4LarkToolParser(_StrippedCheck, ToolParser):
     supports_required_and_named = False
     engine_based_streaming = True
     stream_arguments = False
+    by_token_id = False  # once streaming: whether the request's tokenizer gave the markers' ids
     # vLLM sets this when no reasoning parser is configured: thoughts then stay text.
     skip_reasoning_parsing = False
 
@@ -139,8 +144,18 @@ class Gemma4LarkToolParser(_StrippedCheck, ToolParser):
             # vLLM keeps only the entries of index 0 when `parallel_tool_calls` is false: a streamed
             # entry voided there would be all the client gets of the call. Whole calls then.
             streamed = self.stream_arguments and getattr(request, "parallel_tool_calls", None) is not False
-            self._deltas = ToolCallDeltas(StreamParser(**self._options(request)), stream_arguments=streamed)
-        return _delta_message(self._deltas.feed(delta_text))
+            options = self._options(request)
+            parser = token_parser(self.model_tokenizer, options)
+            self.by_token_id = parser is not None
+            if parser is None:
+                logger.warning("the tokenizer (%s) has no convert_tokens_to_ids and decode: markers are read by"
+                               " text, so text that spells one counts as one", type(self.model_tokenizer).__name__)
+                parser = StreamParser(**options)
+            self._deltas = ToolCallDeltas(parser, stream_arguments=streamed)
+        # The engine's ids: only a marker's special token is a marker, and ids whose text the
+        # delta lacks (speculative decoding, skipped special tokens) are decoded.
+        ids = list(delta_token_ids) if self.by_token_id and delta_token_ids is not None else None
+        return _delta_message(self._deltas.feed(delta_text, ids))
 
     def finish_streaming(self) -> DeltaMessage | None:
         """The end of the output: what the parser held, and the failure of an unclosed block."""
@@ -226,10 +241,13 @@ class Gemma4LarkReasoningParser(_StrippedCheck, ReasoningParser):
                                     delta_token_ids: Sequence[int]) -> DeltaMessage | None:
         self._check(delta_text, delta_token_ids)
         if self._gate is None:
-            self._gate = ThoughtGate(start_in_thinking=self._start_in_thinking)
+            # markers by token id, as the tool parser reads them (docs/streaming.md#token-ids)
+            tokenizer = self.model_tokenizer if token_parser(self.model_tokenizer, {}) is not None else None
+            self._gate = ThoughtGate(start_in_thinking=self._start_in_thinking, tokenizer=tokenizer)
         if self._gate.ended:  # (vLLM stops calling once the thought is over) the rest is content
             return DeltaMessage(content=delta_text) if delta_text else None
-        reasoning, content, forward = self._gate.feed(delta_text)
+        ids = list(delta_token_ids) if self._gate._markers is not None and delta_token_ids is not None else None
+        reasoning, content, forward = self._gate.feed(delta_text, ids)
         content += forward or ""
         if reasoning is None and not content:
             return None
