@@ -34,7 +34,7 @@ _EXPONENT_DIGITS = 2
 
 def _unbounded(expr: ir.Expr, out: list) -> None:
     if isinstance(expr, ir.Repeat):
-        if expr.max is None:
+        if expr.max is None or expr.max > 1:  # a run (bounded already, when bounded again)
             out.append(expr)
         _unbounded(expr.item, out)
     elif isinstance(expr, ir.Seq):
@@ -58,7 +58,7 @@ def _fixed_digits(expr: ir.Expr, digit: ir.CharClass) -> int:
 
 def _bound(expr: ir.Expr, most: int) -> ir.Expr:
     if isinstance(expr, ir.Repeat):
-        return ir.Repeat(expr.item, expr.min, most if expr.max is None else expr.max)
+        return ir.Repeat(expr.item, expr.min, most if expr.max is None or expr.max > 1 else expr.max)
     if isinstance(expr, ir.Seq):
         return ir.Seq(tuple(_bound(i, most) for i in expr.items))
     if isinstance(expr, ir.Choice):
@@ -67,7 +67,7 @@ def _bound(expr: ir.Expr, most: int) -> ir.Expr:
 
 
 def digit_class(integer: ir.Expr) -> ir.CharClass:
-    """The class INTEGER repeats: its digits."""
+    """The class INTEGER repeats: its digits (its run bounded or not)."""
     runs: list = []
     _unbounded(integer, runs)
     if len(runs) != 1 or not isinstance(runs[0].item, ir.CharClass):
@@ -76,7 +76,7 @@ def digit_class(integer: ir.Expr) -> ir.CharClass:
 
 
 def bounded_integer(integer: ir.Expr, most: int = MAX_INTEGER_DIGITS) -> ir.Expr:
-    """INTEGER's derived expression with at most `most` digits."""
+    """INTEGER's derived expression (its run bounded or not) with at most `most` digits."""
     digit = digit_class(integer)
     fixed = _fixed_digits(integer, digit)
     return _bound(integer, most - fixed)
