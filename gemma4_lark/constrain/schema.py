@@ -547,8 +547,9 @@ class _ToolCompiler:
                 self.rules[name] = ir.seq(p.lbracket, p.rbracket)
                 return ir.Ref(name)
             assert tail is not None
-            body: ir.Expr = ir.seq(tail, ir.Repeat(ir.seq(p.comma, tail), max(0, more_low - 1),
-                                                   None if more_high is None else more_high - 1))
+            more = None if more_high is None else more_high - 1
+            # no repetition of nothing (`x{0}`): engines refuse a range that ends at 0
+            body: ir.Expr = tail if more == 0 else ir.seq(tail, ir.Repeat(ir.seq(p.comma, tail), max(0, more_low - 1), more))
         else:
             body = head[m - 1]
             if tail is not None and (more_high is None or more_high > 0):
