@@ -787,6 +787,8 @@ def _derives(expr: ir.Expr, productive: set[str]) -> bool:
 
 def _prune(rules: Mapping[str, ir.Expr], productive: set[str]) -> dict[str, ir.Expr]:
     """The productive rules, without the options and repetitions that lead to no finite text."""
+    if len(productive) == len(rules):
+        return dict(rules)  # the usual case: nothing to prune
     def prune(expr: ir.Expr) -> ir.Expr:
         if isinstance(expr, ir.Seq):
             return ir.Seq(tuple(prune(i) for i in expr.items))
