@@ -12,9 +12,9 @@ three ways (docs/schema.md, "One reading").
 - `$ref` with sibling keywords (other than annotations) is `allOf: [{"$ref": ...}, the siblings]`:
   the siblings constrain too, as in JSON Schema 2019-09 and later, whatever draft a reader defaults
   to.
-- A tool without `parameters` takes no arguments (OpenAI: "omitting parameters defines a function
-  with an empty parameter list"): `{"type": "object", "properties": {}, "additionalProperties":
-  false}`.
+- A tool without `parameters` takes any arguments, untyped: `{"type": "object"}` (the grammar's
+  any object, the parser's any arguments). A declaration without parameters tells the model
+  nothing to hold it to, and clients that leave `parameters` out still read what it wrote.
 
 Iterative, each node once: linear in the schema. `$ref` paths into `$defs`, `definitions`,
 `properties` and the other subschema places stay valid (a node is rewritten where it stands).
@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 TYPES = ("string", "integer", "number", "boolean", "null", "object", "array")
-NO_PARAMETERS: dict = {"type": "object", "properties": {}, "additionalProperties": False}
+NO_PARAMETERS: dict = {"type": "object"}
 ANNOTATIONS = ("description", "title", "default", "examples", "$comment", "deprecated", "readOnly",
                "writeOnly", "$id", "$schema", "$anchor")
 _COUNTS = ("minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties",
