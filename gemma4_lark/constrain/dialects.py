@@ -302,6 +302,10 @@ def _components(edges: dict[str, list[str]]) -> list[list[str]]:
     return out
 
 
+# Repetitions bounded beyond this many are read as unbounded by the greedy check's automata.
+_AUTOMATON_BOUND = 32
+
+
 class _Automata:
     """Each lexeme as an automaton (over the grammar's rules), built when first asked for."""
 
@@ -328,7 +332,10 @@ class _Automata:
         if isinstance(e, Choice):
             return regular.alt(*(self.tree(o) for o in e.options))
         if isinstance(e, Repeat):
-            return ("rep", self.tree(e.item), e.min, e.max, False)
+            # a long bound (a number's digits) read as none: the automata stay small, and a larger
+            # language only makes the greedy check stricter (it may unfold a lexeme it need not)
+            wide = e.max is not None and e.max > _AUTOMATON_BOUND
+            return ("rep", self.tree(e.item), min(e.min, _AUTOMATON_BOUND), None if wide else e.max, False)
         raise ValueError("a special token is not text")
 
     def classes(self, unit: _Unit) -> frozenset:

@@ -41,7 +41,8 @@ from .. import tokens
 from ..grammar import BLOCK_STARTS, terminal_literal, terminals
 from ..render.values import ValueWriter, key_bare_if_possible, python_number
 from ..tools import Tool, ToolChoice
-from . import ir, translate
+from ..schema import normal
+from . import ir, numbers, translate
 
 
 __all__ = ["tool_call_rules", "argument_rules", "not_enforced", "SchemaError", "ORDERS"]
@@ -133,6 +134,9 @@ def _pieces() -> _Pieces:
         "tool_key": _text_of("KEY"),
     }
     rules["tool_number"] = ir.choice(ir.Ref("tool_integer"), ir.Ref("tool_float"))
+    # an `integer` may be written as an integral float (`3.0`): JSON Schema's integers include
+    # it, and the renderers write a float 3.0 so
+    rules["tool_whole"] = ir.choice(ir.Ref("tool_integer"), numbers.integral_float(_text_of("INTEGER")))
     rules["tool_boolean"] = ir.choice(ir.Literal(_literal("TRUE")), ir.Literal(_literal("FALSE")))
     rules["tool_null"] = ir.Literal(_literal("NULL"))
     key_ranges = translate.terminal_chars("KEY", BLOCK_STARTS)
@@ -168,6 +172,70 @@ def _text(text: str) -> ir.Expr:
 # ------------------------------------------------------------------------------ schemas ----
 
 _TYPES = ("string", "integer", "number", "boolean", "null", "object", "array")
+_COMBINATORS = ("anyOf", "oneOf", "allOf")
+_ANNOTATIONS = normal.ANNOTATIONS
+
+# Merging the keywords beside a union into each of its options copies them once per option: done
+# while they are at most this many nodes (a constant per option: linear), else the union is left
+# to validation and `not_enforced` lists it.
+DISTRIBUTED_SIZE = 16
+
+
+def _is_any(schema: Any) -> bool:
+    return isinstance(schema, Mapping) and all(k in _ANNOTATIONS for k in schema)
+
+
+def _constrains(schema: Mapping) -> bool:
+    return any(k not in _ANNOTATIONS for k in schema)
+
+
+def _type_set(schema: Mapping) -> set | None:
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return {kind}
+    if isinstance(kind, list):
+        return {k for k in kind if isinstance(k, str)}
+    return None
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    return type(value).__name__
+
+
+def _same(a: Any, b: Any) -> bool:
+    """JSON equality at the top (True is not 1; 1 is 1.0)."""
+    numbers = ("integer", "number")
+    ka, kb = _json_kind(a), _json_kind(b)
+    if ka != kb and not (ka in numbers and kb in numbers):
+        return False
+    return a == b
+
+
+def _size(schema: Any, most: int) -> int:
+    """How many nodes `schema` has, counted up to `most` + 1."""
+    count, stack = 0, [schema]
+    while stack and count <= most:
+        node = stack.pop()
+        count += 1
+        if isinstance(node, Mapping):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return count
 
 
 class _ToolCompiler:
@@ -182,6 +250,10 @@ class _ToolCompiler:
         self.count = 0
         self.depth = 0
         self.refs: dict[str, str] = {}  # $ref -> rule name
+        self.places: dict[str, str] = {}  # rule name -> the place in the schema it is made for
+        self.notes: list[str] = []  # what the rules leave to validation, beyond `_UNENFORCED`
+        self.merging: set[str] = set()  # the `$ref`s being merged (`intersect`)
+        self.root = normal.normalize(tool.parameters)
 
     def error(self, where: str, message: str) -> SchemaError:
         return SchemaError(f"tool {self.tool.name!r}: {where}: {message}")
@@ -193,17 +265,14 @@ class _ToolCompiler:
     # --- entry points ---------------------------------------------------------------------
     def arguments(self) -> str:
         """The rule for the call's arguments (always an object)."""
-        schema = self.tool.parameters
+        schema = dict(self.root)
         name = f"{self.prefix}arguments"
-        if schema is None:
-            self.rules[name] = ir.seq(self.pieces.lbrace, self.pieces.rbrace)
-            return name
-        schema = dict(schema)
         schema.setdefault("type", "object")
         types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        if "object" not in [t.lower() if isinstance(t, str) else t for t in types]:
+        if "object" not in types:
             raise self.error("parameters", f"the arguments are an object, but the schema's type is {schema['type']!r}")
         schema["type"] = "object"
+        self.places[name] = "parameters"
         self.rules[name] = self.value(schema, "parameters")
         return name
 
@@ -218,58 +287,162 @@ class _ToolCompiler:
             self.depth -= 1
 
     def _value(self, schema: Any, where: str) -> ir.Expr:
-        if schema is True or schema == {}:
+        if schema is True or _is_any(schema):
             return ir.Ref("tool_any")
         if schema is False:
             raise self.error(where, "the schema `false` admits no value")
         if not isinstance(schema, Mapping):
             raise self.error(where, f"a schema is an object or a boolean, not {type(schema).__name__}")
-        if "$ref" in schema:
+        if "$ref" in schema:  # normalized: no sibling but annotations (docs/schema.md)
             return self.ref(schema["$ref"], where)
+        if any(k in schema for k in _COMBINATORS):
+            return self.combined(schema, where)
         if "const" in schema:
-            return self.literal_values([schema["const"]], where)
+            return self.literal_values(self.of_types(schema, [schema["const"]]), where)
         if "enum" in schema:
             values = schema["enum"]
             if not isinstance(values, list) or not values:
                 raise self.error(where + ".enum", "an enum is a non-empty list")
-            return self.nullable(schema, self.literal_values(values, where + ".enum"))
-        for keyword in ("anyOf", "oneOf"):
-            if keyword in schema:
-                options = schema[keyword]
-                if not isinstance(options, list) or not options:
-                    raise self.error(f"{where}.{keyword}", "is a non-empty list of schemas")
-                rest = {k: v for k, v in schema.items() if k != keyword}
-                # sibling keywords apply to every option: merged in (a shallow merge, which is
-                # what tool schemas mean by `{"description": ..., "anyOf": [...]}`)
-                exprs = []
-                for i, option in enumerate(options):
-                    try:
-                        exprs.append(self.value(self.merge(rest, option), f"{where}.{keyword}[{i}]"))
-                    except _NoValue:
-                        if i == len(options) - 1 and not exprs:
-                            raise
-                return self.nullable(schema, ir.choice(*exprs))
-        if "allOf" in schema:
-            parts = schema["allOf"]
-            if not isinstance(parts, list) or not parts:
-                raise self.error(where + ".allOf", "is a non-empty list of schemas")
-            rest = {k: v for k, v in schema.items() if k != "allOf"}
-            # the first part alone admits every value all of them admit: a superset, and the
-            # rest is validation's (listed by not_enforced)
-            return self.value(self.merge(rest, parts[0]), where + ".allOf[0]")
-        return self.nullable(schema, self.typed(schema, where))
+            return self.literal_values(self.of_types(schema, values), where + ".enum")
+        return self.typed(schema, where)
 
-    @staticmethod
-    def merge(outer: Mapping, inner: Any) -> Any:
-        if not isinstance(inner, Mapping):
-            return inner
-        merged = {k: v for k, v in outer.items() if k not in ("description", "title", "default", "examples", "nullable")}
-        merged.update(inner)
-        return merged
+    def of_types(self, schema: Mapping, values: list) -> list:
+        """The values of an `enum` or `const` that the `type` beside it allows."""
+        kinds = _type_set(schema)
+        return values if kinds is None else [v for v in values if _json_kind(v) in kinds
+                                             or _json_kind(v) == "integer" and "number" in kinds]
 
-    def nullable(self, schema: Mapping, expr: ir.Expr) -> ir.Expr:
-        # OpenAPI's `nullable: true` (Gemma's own declarations carry it)
-        return ir.choice(expr, ir.Ref("tool_null")) if schema.get("nullable") is True else expr
+    def combined(self, schema: Mapping, where: str) -> ir.Expr:
+        """`anyOf`, `oneOf`, `allOf` and the keywords beside them, which all hold (an
+        intersection). Parts that are one schema (`allOf`, a one-option `anyOf`) are merged into
+        the rest, keyword by keyword (`intersect`); then the first union of several options
+        (anyOf, else oneOf) is a choice of its options, each merged with the rest. So each option
+        is compiled once, whatever the nesting: linear. Where merging the rest into every option
+        would copy more than `DISTRIBUTED_SIZE` nodes per option (the rest is large and the
+        options many), only what stays linear is enforced and `not_enforced` says what is not."""
+        base = {k: v for k, v in schema.items() if k not in _COMBINATORS and k not in _ANNOTATIONS}
+        unions: list[tuple[str, list]] = []
+        for keyword in ("allOf", "anyOf", "oneOf"):
+            if keyword not in schema:
+                continue
+            options = schema[keyword]
+            if not isinstance(options, list) or not options:
+                raise self.error(f"{where}.{keyword}", "is a non-empty list of schemas")
+            if keyword == "allOf" or len(options) == 1:
+                for i, part in enumerate(options):
+                    base = self.intersect(base, part, f"{where}.{keyword}[{i}]")
+            else:
+                unions.append((keyword, options))
+        if not unions:
+            return self.value(base, where)
+        (keyword, options), rest = unions[0], unions[1:]
+        for other, _ in rest:
+            self.leave(f"{where}.{other}", f"beside {keyword}: the rules enforce the {keyword} only")
+        at = f"{where}.{keyword}"
+        if not _constrains(base):
+            return self.options(options, at, lambda option, _at: option)
+        if all(isinstance(o, Mapping) and set(o) - set(_ANNOTATIONS) <= {"required"} for o in options):
+            return self.required_options(base, options, at)
+        if _size(base, DISTRIBUTED_SIZE) > DISTRIBUTED_SIZE:
+            self.leave(at, f"its options beside a schema of more than {DISTRIBUTED_SIZE} nodes: the rules enforce that schema only")
+            return self.value(base, where)
+        return self.options(options, at, lambda option, part_at: self.intersect(base, option, part_at))
+
+    def options(self, options: list, at: str, merged) -> ir.Expr:
+        exprs = []
+        for i, option in enumerate(options):
+            part_at = f"{at}[{i}]"
+            try:
+                exprs.append(self.value(merged(option, part_at), part_at))
+            except _NoValue:
+                if i == len(options) - 1 and not exprs:
+                    raise
+        return ir.choice(*dict.fromkeys(exprs))
+
+    def required_options(self, base: dict, options: list, at: str) -> ir.Expr:
+        """`anyOf` (or `oneOf`) of `required` lists beside an object: "at least one of these
+        arguments". One key per option is enforced in linear size (see `members`); larger lists
+        are left to validation."""
+        sets = [o.get("required") for o in options]
+        if all(isinstance(r, list) and len(r) == 1 and isinstance(r[0], str) for r in sets):
+            one_of = [r[0] for r in sets]
+            properties = base.get("properties") if isinstance(base.get("properties"), Mapping) else {}
+            extra = base.get("additionalProperties", False if "properties" in base else True)
+            if extra is False and all(k in properties for k in one_of):
+                if at.endswith(".oneOf"):
+                    self.leave(at, "only one option matching: the rules take any")
+                return self.object({**base, "type": "object"}, at.rsplit(".", 1)[0], at_least_one=frozenset(one_of))
+        self.leave(at, "options that list required arguments: the rules enforce the schema beside them only")
+        return self.value(base, at.rsplit(".", 1)[0])
+
+    def leave(self, where: str, why: str) -> None:
+        self.notes.append(f"{self.tool.name}: {where} ({why})")
+
+    def intersect(self, base: Mapping, part: Any, where: str) -> dict:
+        """`base` and `part` both holding, as one schema, keyword by keyword: types intersected,
+        `properties` merged (a property in both is the `allOf` of its two schemas), `required`
+        joined, enums filtered, array bounds tightened, unions kept for `combined`. A `$ref`
+        part is its target (a reference within a reference being merged stays a reference)."""
+        if part is True or part == {}:
+            return dict(base)
+        if part is False:
+            raise self.error(where, "the schema `false` admits no value")
+        if not isinstance(part, Mapping):
+            raise self.error(where, f"a schema is an object or a boolean, not {type(part).__name__}")
+        if "$ref" in part:
+            target = part["$ref"]
+            if target in self.merging:
+                self.leave(where, "a reference merged within itself: the rules enforce the schema beside it")
+                return dict(base)
+            self.merging.add(target)
+            try:
+                return self.intersect(base, self.resolve(target, where), where)
+            finally:
+                self.merging.discard(target)
+        out = dict(base)
+        for key, value in part.items():
+            if key in _ANNOTATIONS:
+                continue
+            if key not in out:
+                out[key] = value
+                continue
+            mine = out[key]
+            if key == "type":
+                a, b = _type_set({"type": mine}), _type_set({"type": value})
+                both = [t for t in _TYPES if (t in a and t in b) or (t == "integer" and (
+                    "integer" in a and "number" in b or "number" in a and "integer" in b))]
+                if not both:
+                    raise _NoValue(f"tool {self.tool.name!r}: {where}: the types {mine!r} and {value!r} share no value")
+                out[key] = both
+            elif key == "properties" and isinstance(mine, Mapping) and isinstance(value, Mapping):
+                out[key] = {**mine, **{k: ({"allOf": [mine[k], v]} if k in mine else v) for k, v in value.items()}}
+            elif key == "required" and isinstance(mine, list) and isinstance(value, list):
+                out[key] = list(dict.fromkeys(mine + value))
+            elif key == "enum" and isinstance(mine, list) and isinstance(value, list):
+                out[key] = [v for v in mine if any(_same(v, w) for w in value)]
+                if not out[key]:
+                    raise _NoValue(f"tool {self.tool.name!r}: {where}: the enums share no value")
+            elif key == "const":
+                if not _same(mine, value):
+                    raise _NoValue(f"tool {self.tool.name!r}: {where}: two different consts")
+            elif key in ("minItems",) and isinstance(mine, int) and isinstance(value, int):
+                out[key] = max(mine, value)
+            elif key in ("maxItems",) and isinstance(mine, int) and isinstance(value, int):
+                out[key] = min(mine, value)
+            elif key == "additionalProperties":
+                out[key] = False if mine is False or value is False else {"allOf": [mine, value]}
+            elif key in ("items", "not", "contains"):
+                out[key] = {"allOf": [mine, value]}
+            elif key == "allOf" and isinstance(mine, list) and isinstance(value, list):
+                out[key] = list(mine) + list(value)
+            elif key in ("anyOf", "oneOf"):
+                self.leave(f"{where}.{key}", "a union merged beside another: the rules enforce the other")
+            # any other keyword is validation's alone (`_UNENFORCED`): either value is as good
+        if "enum" in out and "const" in out:
+            out["enum"] = [v for v in out["enum"] if _same(v, out["const"])]
+            if not out["enum"]:
+                raise _NoValue(f"tool {self.tool.name!r}: {where}: the const is none of the enum")
+        return out
 
     def typed(self, schema: Mapping, where: str) -> ir.Expr:
         kind = schema.get("type")
@@ -292,7 +465,7 @@ class _ToolCompiler:
         if kind == "string":
             return ir.Ref("tool_string")
         if kind == "integer":
-            return ir.Ref("tool_integer")
+            return ir.Ref("tool_whole")
         if kind == "number":
             return ir.Ref("tool_number")
         if kind == "boolean":
@@ -318,21 +491,30 @@ class _ToolCompiler:
             raise _NoValue(f"tool {self.tool.name!r}: {where}: no value can be written; {problem}")
         return ir.choice(*dict.fromkeys(options))  # one option per distinct text
 
-    def ref(self, target: Any, where: str) -> ir.Expr:
+    def resolve(self, target: Any, where: str) -> Any:
+        """The schema a local `$ref` names, in the normalized parameters."""
         if not isinstance(target, str) or not target.startswith("#"):
             raise self.error(where + ".$ref", f"only references within the tool's schema (#/...) are followed, not {target!r}")
+        node: Any = self.root
+        for part in filter(None, target[1:].split("/")):
+            part = part.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+                continue
+            if not isinstance(node, Mapping) or part not in node:
+                raise self.error(where + ".$ref", f"{target!r} names nothing in the tool's schema")
+            node = node[part]
+        if node is self.root:
+            node = {**node, "type": "object"} if "type" not in node else node
+        return node
+
+    def ref(self, target: Any, where: str) -> ir.Expr:
         if target not in self.refs:
-            node: Any = self.tool.parameters
-            for part in filter(None, target[1:].split("/")):
-                part = part.replace("~1", "/").replace("~0", "~")
-                if not isinstance(node, Mapping) or part not in node:
-                    raise self.error(where + ".$ref", f"{target!r} names nothing in the tool's schema")
-                node = node[part]
+            node = self.resolve(target, where)
             name = self.refs[target] = self.new_rule("def")
+            self.places[name] = target
             # the rule exists before its body is built: a schema that refers to itself recurses
             self.rules[name] = ir.Seq(())
-            if node is self.tool.parameters:
-                node = {**node, "type": "object"} if "type" not in node else node
             self.rules[name] = self.value(node, target)
         return ir.Ref(self.refs[target])
 
@@ -365,8 +547,9 @@ class _ToolCompiler:
                 self.rules[name] = ir.seq(p.lbracket, p.rbracket)
                 return ir.Ref(name)
             assert tail is not None
-            body: ir.Expr = ir.seq(tail, ir.Repeat(ir.seq(p.comma, tail), max(0, more_low - 1),
-                                                   None if more_high is None else more_high - 1))
+            more = None if more_high is None else more_high - 1
+            # no repetition of nothing (`x{0}`): engines refuse a range that ends at 0
+            body: ir.Expr = tail if more == 0 else ir.seq(tail, ir.Repeat(ir.seq(p.comma, tail), max(0, more_low - 1), more))
         else:
             body = head[m - 1]
             if tail is not None and (more_high is None or more_high > 0):
@@ -378,7 +561,7 @@ class _ToolCompiler:
         return ir.Ref(name)
 
     # --- objects ----------------------------------------------------------------------------
-    def object(self, schema: Mapping, where: str) -> ir.Expr:
+    def object(self, schema: Mapping, where: str, at_least_one: frozenset = frozenset()) -> ir.Expr:
         p = self.pieces
         properties = schema.get("properties") or {}
         if not isinstance(properties, Mapping):
@@ -423,8 +606,42 @@ class _ToolCompiler:
                 key = ir.choice(ir.Ref("tool_key"), ir.Ref("tool_string"))
             extra_member = ir.seq(key, p.colon, self.as_rule(self.value(extra, where + ".additionalProperties")))
         name = self.new_rule("object")
-        self.rules[name] = ir.seq(p.lbrace, self.members(name, members, extra_member), p.rbrace)
+        self.places[name] = where
+        body = self.members(name, members, extra_member)
+        if at_least_one and not any(is_required and key in at_least_one for key, is_required, _ in members):
+            body = self.at_least_one(name, members, at_least_one, where)
+        self.rules[name] = ir.seq(p.lbrace, body, p.rbrace)
         return ir.Ref(name)
+
+    def at_least_one(self, name: str, members: list, keys: frozenset, where: str) -> ir.Expr:
+        """The members (no extra ones) with at least one of `keys` present. `need_j`: the
+        members from j on while none of `keys` is written yet, so one of them must come: beside
+        the chain `members` made (`from_j`, taken once one of them is written), a second one of
+        the same size: linear, where an option per key copying the object was quadratic."""
+        p = self.pieces
+        n = len(members)
+        later_required = [False] * (n + 1)
+        for j in range(n - 1, -1, -1):
+            later_required[j] = later_required[j + 1] or members[j][1]
+        last = max((j for j, m in enumerate(members) if m[0] in keys), default=-1)
+        if last < 0:
+            raise _NoValue(f"tool {self.tool.name!r}: {where}: none of the arguments one of which is required can be written")
+        need = [f"{name}_need{j}" for j in range(n)]
+        for j in range(last, -1, -1):
+            key, is_required, member = members[j]
+            options: list[ir.Expr] = []
+            if key in keys:  # written: the rest is the ordinary chain
+                if j + 1 == n:
+                    options.append(member)
+                else:
+                    after = ir.seq(p.comma, ir.Ref(f"{name}_from{j + 1}"))
+                    options.append(ir.seq(member, after if later_required[j + 1] else ir.Repeat(after, 0, 1)))
+            elif j < last:
+                options.append(ir.seq(member, p.comma, ir.Ref(need[j + 1])))
+            if not is_required and j < last:
+                options.append(ir.Ref(need[j + 1]))
+            self.rules[need[j]] = ir.choice(*options)
+        return ir.Ref(need[0])
 
     def members(self, name: str, members: list, extra: ir.Expr | None) -> ir.Expr:
         """An object's members in their fixed order, each optional one present or skipped.
@@ -505,17 +722,82 @@ class _ToolCompiler:
 def argument_rules(tools: Sequence[Tool], *, order: str = "sorted") -> tuple[dict[str, ir.Expr], dict[str, str]]:
     """The rules for every tool's arguments: (rules, {tool name: its arguments rule}). The shared
     lexical rules (`tool_string`, `tool_key`, ...) are included."""
+    rules, names, _ = _compile(tools, order)
+    return rules, names
+
+
+def _compile(tools: Sequence[Tool], order: str) -> tuple[dict[str, ir.Expr], dict[str, str], list[str]]:
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, not {order!r}")
     pieces = _pieces()
     rules: dict[str, ir.Expr] = dict(pieces.rules)
     names = {}
+    notes: list[str] = []
+    places: dict[str, tuple[str, str]] = {}
     name_pattern = re.compile(next(t for t in terminals() if t.name == "NAME").pattern.to_regexp())
     for index, tool in enumerate(tools):
         if not name_pattern.fullmatch(tool.name):
             raise SchemaError(f"tool {tool.name!r}: the format cannot write this name (the grammar's NAME)")
-        names[tool.name] = _ToolCompiler(tool, index, order, rules, pieces).arguments()
-    return rules, names
+        compiler = _ToolCompiler(tool, index, order, rules, pieces)
+        names[tool.name] = compiler.arguments()
+        notes.extend(compiler.notes)
+        places.update((rule, (tool.name, where)) for rule, where in compiler.places.items())
+    productive = _productive(rules)
+    for tool_name, rule in names.items():
+        if rule not in productive:
+            # name the innermost place with no finite value: a definition, else an object
+            stuck = [where for r, (t, where) in places.items() if t == tool_name and r not in productive]
+            where = next((w for w in stuck if w.startswith("#")), stuck[-1] if stuck else "parameters")
+            raise SchemaError(f"tool {tool_name!r}: {where}: no finite value satisfies this schema (it refers"
+                              " to itself on every way out, as an array of itself with minItems 1 does)")
+    return _prune(rules, productive), names, notes
+
+
+def _productive(rules: Mapping[str, ir.Expr]) -> set[str]:
+    """The rules that derive some finite text: a fixpoint, each rule looked at again only when a
+    rule it refers to turns out productive."""
+    users: dict[str, list[str]] = {}
+    for name, body in rules.items():
+        found: list[str] = []
+        _refs(body, found)
+        for target in set(found):
+            users.setdefault(target, []).append(name)
+    productive: set[str] = set()
+    pending = list(rules)
+    while pending:
+        name = pending.pop()
+        if name in productive or not _derives(rules[name], productive):
+            continue
+        productive.add(name)
+        pending.extend(u for u in users.get(name, ()) if u not in productive)
+    return productive
+
+
+def _derives(expr: ir.Expr, productive: set[str]) -> bool:
+    if isinstance(expr, ir.Ref):
+        return expr.name in productive
+    if isinstance(expr, ir.Seq):
+        return all(_derives(i, productive) for i in expr.items)
+    if isinstance(expr, ir.Choice):
+        return any(_derives(o, productive) for o in expr.options)
+    if isinstance(expr, ir.Repeat):
+        return expr.min == 0 or _derives(expr.item, productive)
+    return True
+
+
+def _prune(rules: Mapping[str, ir.Expr], productive: set[str]) -> dict[str, ir.Expr]:
+    """The productive rules, without the options and repetitions that lead to no finite text."""
+    if len(productive) == len(rules):
+        return dict(rules)  # the usual case: nothing to prune
+    def prune(expr: ir.Expr) -> ir.Expr:
+        if isinstance(expr, ir.Seq):
+            return ir.Seq(tuple(prune(i) for i in expr.items))
+        if isinstance(expr, ir.Choice):
+            return ir.choice(*(prune(o) for o in expr.options if _derives(o, productive)))
+        if isinstance(expr, ir.Repeat):
+            return ir.Repeat(prune(expr.item), expr.min, expr.max) if _derives(expr.item, productive) else ir.Seq(())
+        return expr
+    return {name: prune(body) for name, body in rules.items() if name in productive}
 
 
 def tool_call_rules(tools: Sequence[Tool], choice: ToolChoice, *, order: str = "sorted") -> ir.Grammar:
@@ -571,14 +853,17 @@ def _refs(expr: ir.Expr, out: list[str]) -> None:
 
 # --------------------------------------------------------------------------- not enforced ----
 
-def not_enforced(tools: Sequence[Tool]) -> list[str]:
+def not_enforced(tools: Sequence[Tool], *, order: str = "sorted") -> list[str]:
     """What the tools' schemas ask for that `tool_call_rules` leaves to validation, one line per
     keyword and place: `"get_weather: parameters.properties.days.maximum"`. Empty when the rules
-    enforce everything."""
+    enforce everything. Places are in the schema as `normalize` reads it (docs/schema.md)."""
     found: list[str] = []
+    try:
+        found.extend(_compile(tools, order)[2])
+    except SchemaError:
+        pass  # no rules to speak of: tool_call_rules raises
     for tool in tools:
-        if tool.parameters is not None:
-            _walk_unenforced(tool.name, tool.parameters, "parameters", found)
+        _walk_unenforced(tool.name, normal.normalize(tool.parameters), "parameters", found)
     return found
 
 
@@ -594,8 +879,6 @@ def _walk_unenforced(tool: str, schema: Any, where: str, found: list[str]) -> No
                     found.append(f"{tool}: {at}.{keyword}")
         if "oneOf" in node:
             found.append(f"{tool}: {at}.oneOf (only one option matching: the rules take any)")
-        if isinstance(node.get("allOf"), list) and len(node["allOf"]) > 1:
-            found.append(f"{tool}: {at}.allOf[1:] (the rules enforce the first part only)")
         for bound in ("minItems", "maxItems"):
             value = node.get(bound)
             if isinstance(value, int) and value > MAX_ENFORCED_ITEMS:

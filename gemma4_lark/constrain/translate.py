@@ -31,7 +31,7 @@ from lark.load_grammar import GrammarBuilder
 
 from .. import grammar as source
 from .. import tokens
-from . import regular
+from . import numbers, regular
 from .ir import Choice, Expr, Grammar, Literal, Ref, Repeat, Seq, Special, char_class, choice, seq
 from .regular import CannotDerive
 
@@ -145,6 +145,8 @@ def terminal_text(name: str, starts: tuple[str, ...]) -> tuple[str, Expr, str]:
     string starts with or "", the text between as IR, the marker every string ends with or "").
     Markers the text may hold inside stay text here (`terminal_rules` offers them as tokens)."""
     head, mid, tail = _split_markers(terminal_language(name, starts))
+    if name in NUMBER_TERMINALS:
+        return head, _number_text(name, mid, starts), tail
     if _accepts_only_empty(mid):
         return head, Seq(()), tail
     if mid.start in mid.accept:
@@ -184,7 +186,10 @@ def terminal_rules(name: str, starts: tuple[str, ...], base: str, trailing: Expr
         return {base: seq(Special(text) if _marker_of(text) else Literal(text), *([trailing] if trailing else []))}
     head, mid, tail = _split_markers(terminal_language(name, starts))
     rules: dict[str, Expr] = {}
-    body = _pieces(mid, base, rules, None if tail else trailing)
+    if name in NUMBER_TERMINALS:
+        body: Expr | None = seq(_number_text(name, mid, starts), *([trailing] if trailing and not tail else []))
+    else:
+        body = _pieces(mid, base, rules, None if tail else trailing)
     parts: list[Expr] = [Special(head)] if head else []
     if body is not None:
         parts.append(body)
@@ -194,6 +199,17 @@ def terminal_rules(name: str, starts: tuple[str, ...], base: str, trailing: Expr
             parts.append(trailing)
     rules[base] = seq(*parts)
     return rules
+
+
+# The number terminals: the exports take only the numbers the decoder reads (`numbers`).
+NUMBER_TERMINALS = ("INTEGER", "FLOAT")
+
+
+def _number_text(name: str, dfa, starts: tuple[str, ...]) -> Expr:
+    integer = regular.to_expr(_split_markers(terminal_language("INTEGER", starts))[1])
+    if name == "INTEGER":
+        return numbers.bounded_integer(integer)
+    return numbers.finite_float(numbers.digit_class(integer))
 
 
 def _pieces(dfa, base: str, rules: dict, trailing: Expr | None) -> Expr | None:

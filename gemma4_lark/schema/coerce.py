@@ -361,10 +361,12 @@ def readings(scalar: Scalar) -> Iterator[Any]:
         yield False
     number = _numeric(lexeme)
     if number is not None:
-        if number == number.to_integral_value() and number.adjusted() < _MAX_INTEGER_DIGITS:
-            yield int(number)
+        # a number beyond a double has no reading (`1e400` is no 401-digit integer), as the
+        # strict decoder refuses it: validation reports it as written
         as_float = float(number)
         if as_float not in (float("inf"), float("-inf")):
+            if number == number.to_integral_value() and number.adjusted() < _MAX_INTEGER_DIGITS:
+                yield int(number)
             yield as_float
     if lexeme in _NULL_WORDS:
         yield None

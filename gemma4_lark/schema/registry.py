@@ -16,7 +16,8 @@ from typing import Any, Sequence
 from ..diagnostics import Diagnostic, LineIndex
 from ..tools import ShapeError, Tool, read_tools
 from .coerce import Typing, _types, pointer_text, resolve
-from .lexeme import Scalar, plain
+from .lexeme import Scalar
+from .normal import normalize
 
 # Validation findings kept per call; the rest are counted in the last one's message.
 MAX_SCHEMA_ERRORS = 100
@@ -41,32 +42,6 @@ def _no_remote(uri: str):
     raise ValueError(f"{uri}: a tool's schema may only refer within itself")
 
 
-def _for_validation(parameters: Any) -> Any:
-    """A copy of `parameters` in which OpenAPI's `nullable: true` (which JSON Schema does not know)
-    is written as JSON Schema says it: "null" added to `type` (and None to `enum`)."""
-    if not isinstance(parameters, dict):
-        return parameters
-    copy: dict = {}
-    stack = [(parameters, copy)]
-    while stack:
-        source, target = stack.pop()
-        for key, value in (source.items() if isinstance(source, dict) else enumerate(source)):
-            if isinstance(value, (dict, list)):
-                child = {} if isinstance(value, dict) else [None] * len(value)
-                stack.append((value, child))
-                value = child
-            target[key] = value
-        if isinstance(source, dict) and source.get("nullable") is True:
-            types = source.get("type")
-            if isinstance(types, str) and types != "null":
-                target["type"] = [types, "null"]
-            elif isinstance(types, list) and "null" not in types:
-                target["type"] = types + ["null"]
-            if isinstance(source.get("enum"), list) and None not in source["enum"]:
-                target["enum"] = source["enum"] + [None]
-    return copy
-
-
 @dataclass(frozen=True)
 class StringHints:
     """For the lenient decoder's schema-gated recovery: the root object's declared keys, those
@@ -84,23 +59,19 @@ class ToolSchema:
 
     def __init__(self, tool: Tool, validator_factory):
         self.tool = tool
-        self.root = tool.parameters
-        self.validator = None
-        if tool.parameters is not None:
-            try:
-                self.validator = validator_factory.validator_for(
-                    _for_validation(tool.parameters), retriever=_no_remote)
-            except Exception as exc:  # noqa: BLE001 - jsonschema-rs raises its own types
-                first = str(exc).split("\n", 1)[0]
-                raise ShapeError(f"tools[{tool.name}].parameters", f"is not a valid JSON schema: {first}") from None
-        self.hints = _string_hints(tool.parameters)
+        # the one reading of the schema the grammar and typing use too (`normal.normalize`)
+        self.root = normalize(tool.parameters)
+        try:
+            self.validator = validator_factory.validator_for(self.root, retriever=_no_remote)
+        except Exception as exc:  # noqa: BLE001 - jsonschema-rs raises its own types
+            first = str(exc).split("\n", 1)[0]
+            raise ShapeError(f"tools[{tool.name}].parameters", f"is not a valid JSON schema: {first}") from None
+        self.hints = _string_hints(self.root)
 
     def check(self, arguments: Any, lines: LineIndex, fallback_pos: int = 0):
         """Type the lossless `arguments` by the schema and validate them: (plain arguments,
         `coerced` diagnostics, `schema` diagnostics). Positions are those of the decoded text
         that `lines` indexes; a violation with no scalar to point at is at `fallback_pos`."""
-        if self.root is None:
-            return plain(arguments), [], []
         typing = Typing(self.root, lines)
         typed = typing.run(arguments)
         violations = []
