@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # Reinstall only when the project's metadata changes; otherwise this is a no-op.
 STAMP := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: test test-minimum demo bench docs tables fuzz integration integration-xgrammar clean
+.PHONY: test test-minimum demo bench docs tables fuzz integration integration-xgrammar peers clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -67,6 +67,16 @@ integration: $(STAMP)
 	$(BIN)/python -m pip download -q --no-deps -d $(INTEGRATION) vllm==0.33.0 sglang==0.5.23
 	$(BIN)/python integration/harness.py $(INTEGRATION)
 	GEMMA4_INTEGRATION_CACHE=$(INTEGRATION) $(BIN)/python -m pytest -q -p no:cacheprovider --ignore=integration/xgrammar integration
+
+# Opt-in: gemma4-lark against the Gemma 4 parsers of mlx-lm, SGLang and vLLM (bench/peer_bench.py
+# says how it measures). Their wheels are downloaded, not installed (no torch): mlx-lm's parser
+# module is loaded alone, with `regex` beside it; SGLang's and vLLM's sources run as in
+# `make integration`.
+PEERS := .cache/peers
+peers: $(STAMP)
+	$(BIN)/python -m pip download -q --no-deps -d $(PEERS) vllm==0.33.0 sglang==0.5.23 mlx-lm==0.32.2
+	$(BIN)/python -m pip install -q --target $(PEERS)/site regex
+	$(BIN)/python bench/peer_bench.py $(PEERS)
 
 # Opt-in: the tool-schema properties run by xgrammar's own matcher, and a comparison with its
 # built-in gemma_4 structural tag (integration/xgrammar/). xgrammar needs torch: its own venv,

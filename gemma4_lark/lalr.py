@@ -22,9 +22,11 @@ test suite checks both paths agree on every input it has.
 from __future__ import annotations
 
 import lark
-from lark.lexer import LexerState, LexerThread, LineCounter
+from lark.lexer import LexerState, LexerThread, LineCounter, PatternRE
 from lark.parsers.lalr_analysis import Shift
 from lark.parsers.lalr_parser import _Parser
+
+from .possessive import lexer_pattern
 
 try:
     from lark.utils import TextSlice  # lark >= 1.3: the lexer reads a TextSlice
@@ -125,6 +127,23 @@ def _reducer(rule, builder):
     return reduce
 
 
+def _compile_state(scanner, compiled: dict):
+    """A lexer state's alternation of terminals, as Lark's scanner has it (the same terminals in
+    the same order, so the same one wins), each pattern in its lexer form (`possessive`): the
+    same matches, faster where the grammar's pattern is a lazy run up to a literal."""
+    parts = []
+    for term in scanner.terminals:
+        pattern = term.pattern
+        regexp = pattern.to_regexp()
+        if isinstance(pattern, PatternRE):
+            regexp = PatternRE(lexer_pattern(pattern.value, pattern.flags), pattern.flags).to_regexp()
+        parts.append(f"(?P<{term.name}>{regexp})")
+    alternation = "|".join(parts)
+    if alternation not in compiled:
+        compiled[alternation] = scanner.re_.compile(alternation, scanner.g_regex_flags)
+    return compiled[alternation]
+
+
 class LeanLALR:
     """Parse with the tables of `parser` (a `lark.Lark` built with lexer="contextual"), building
     values with `builder`."""
@@ -157,12 +176,13 @@ class LeanLALR:
         # Per parser state: the compiled alternation of the terminals the lexer accepts there,
         # the types it ignores, and the keywords that a pattern match may turn out to be.
         self.lexers = [None] * len(table.states)
+        compiled: dict = {}  # alternation -> compiled regex, shared by the states that have the same one
         for state, basic in frontend.lexer.lexers.items():
             scanner = basic.scanner  # built on first access
             if len(scanner._mres) != 1:  # pragma: no cover - the grammar's patterns fit one regex
                 raise RuntimeError("a lexer state needs more than one regex; use Lark's parser")
             keywords = {type_: _keyword_type(retype.scanner) for type_, retype in basic.callback.items()}
-            self.lexers[state] = (scanner._mres[0].match, basic.ignore_types, keywords)
+            self.lexers[state] = (_compile_state(scanner, compiled).match, basic.ignore_types, keywords)
 
     def parse(self, text: str, start: str, pos: int = 0):
         """The value of `text[pos:]` as the start rule `start`, without copying the text.

@@ -11,7 +11,7 @@ import functools
 
 import lark
 
-from . import grammar
+from . import fastpath, grammar
 from .errors import GemmaSyntaxError, from_lark
 from .lalr import LeanLALR
 from .model import ModelOutput, ToolCall, ToolDeclaration, ToolResponse, Thought, Transcript
@@ -59,6 +59,10 @@ def parse_from(text: str, pos: int, start: str, *, max_depth: int = DEFAULT_MAX_
     `duplicates`) are offsets into `text`. `lines` (a LineIndex of `text`) spares each error
     counting lines from the start, for callers that parse one text at many offsets. `lossless`:
     build with `LosslessBuild` (scalars as `Scalar`s, calls as `LosslessCall`s; internal)."""
+    if start == "call_block" and not pos and not lossless and duplicates is None:
+        call = fastpath.parse_call(text, max_depth)  # accept-only: None leaves it to LALR
+        if call is not None:
+            return call
     blocks = start in grammar.BLOCK_STARTS
     if lossless:
         parser = lossless_parser(blocks)

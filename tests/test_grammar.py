@@ -181,3 +181,91 @@ def test_terminal_patterns_match_in_constant_memory(name, text):
     finally:
         tracemalloc.stop()
     assert peak < 64 * 1024, f"{name}: {peak} bytes to match {len(text)} characters"
+
+
+# The lexer compiles some patterns in a faster form of its own (gemma4_lark/possessive.py): on
+# Python >= 3.11, a lazy run up to a literal becomes a possessive loop. Each must match exactly as
+# the grammar's pattern does, from every start position, and in constant memory.
+def _lexer_forms():
+    from gemma4_lark.possessive import lexer_pattern
+
+    forms = {}
+    for term in grammar.terminals():
+        if term.pattern.type == "re":
+            fast = lexer_pattern(term.pattern.value, term.pattern.flags)
+            if fast != term.pattern.value:
+                forms[term.name] = re.compile(lark.lexer.PatternRE(fast, term.pattern.flags).to_regexp())
+    return forms
+
+
+_LEXER_FORMS = _lexer_forms()
+
+
+def test_the_lexer_matches_strings_possessively_where_re_can():
+    from gemma4_lark.possessive import POSSESSIVE
+
+    assert sorted(_LEXER_FORMS) == (["STRING"] if POSSESSIVE else [])
+
+
+@pytest.mark.skipif(not _LEXER_FORMS, reason="Python < 3.11: the lexer compiles the grammar's patterns as they are")
+@settings(max_examples=3000)
+@given(pieces=st.lists(st.sampled_from(_FRAGMENTS), max_size=16), start=st.integers(0, 6))
+def test_lexer_forms_match_as_the_grammar_patterns_do(pieces, start):
+    text = "".join(pieces)
+    start = min(start, len(text))
+    for name, fast in _LEXER_FORMS.items():
+        before = grammar.terminal_pattern(name).match(text, start)
+        after = fast.match(text, start)
+        assert (before and before.end()) == (after and after.end()), name
+
+
+@pytest.mark.parametrize("value, flags, rewritten", [
+    (r'<\|"\|>.*?<\|"\|>', "s", True),
+    (r'<\|"\|>.*?<\|"\|>', "", False),      # `.` without DOTALL: not the shape
+    (r"a\.*?b", "s", False),                 # an escaped dot repeated
+    (r"(a.*?b)", "s", False),                # inside a group
+    (r"a|b.*?c", "s", False),                # inside a branch
+    (r"a.*?b+", "s", False),                 # the tail is not a literal
+    (r"x.*?", "s", False),                   # nothing after the lazy dot
+    (r"a.*?b", "si", False),                 # another flag
+])
+def test_the_rewrite_takes_only_a_lazy_dot_before_a_final_literal(value, flags, rewritten):
+    from gemma4_lark.possessive import POSSESSIVE, lexer_pattern
+
+    fast = lexer_pattern(value, flags)
+    assert (fast != value) == (rewritten and POSSESSIVE)
+    for text in ["ab", "a.b", "axxbyb", "a\nb", "xab", "aB", "a", "abb", "c"]:
+        expected = re.compile(value, re.S if "s" in flags else 0).match(text)
+        got = re.compile(fast, re.S if "s" in flags else 0).match(text)
+        assert (expected and expected.end()) == (got and got.end()), (value, text)
+
+
+@pytest.mark.parametrize("text", [
+    '<|"|>' + "<a" * 100_000 + '<|"|>',
+    '<|"|>' + "<a" * 100_000,  # never closed
+    '<|"|>' + "<|" * 100_000 + '<|"|>',
+    '<|"|>' + "x" * 200_000 + '<|"|>',
+])
+def test_lexer_forms_match_in_constant_memory(text):
+    import tracemalloc
+
+    for name, fast in _LEXER_FORMS.items():
+        tracemalloc.start()
+        try:
+            fast.match(text)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert peak < 64 * 1024, f"{name}: {peak} bytes to match {len(text)} characters"
+
+
+def test_the_lean_driver_lexes_with_the_lexer_forms():
+    # Every lexer state that can read a string compiles STRING in its lexer form.
+    for parser in (block_parser(), document_parser()):
+        patterns = {match.__self__.pattern for match, _, _ in parser.lexers if match is not None}
+        with_string = [p for p in patterns if "(?P<STRING>" in p]
+        assert with_string or parser is document_parser()
+        for name, fast in _LEXER_FORMS.items():
+            for p in patterns:
+                if f"(?P<{name}>" in p:
+                    assert f"(?P<{name}>{fast.pattern})" in p

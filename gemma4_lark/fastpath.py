@@ -1,0 +1,143 @@
+"""An accept-only fast path for call blocks: the common block decoded by C code (`re`, `json`).
+
+The LALR driver spends most of a typical call in Python: a loop step per token, a method call per
+value. This path rewrites the block into JSON with a few regex substitutions and lets the C JSON
+decoder check the structure and build the values. It only ever accepts: whatever it cannot take
+(anything unusual, anything wrong) it hands back as None, and the LALR path decides, so every result
+it does give is the one the grammar gives, and every error, diagnostic and limit is the LALR path's.
+
+How (each pattern below is one of the grammar's terminals, read from it, never restated):
+
+1. The head `<|tool_call>call:NAME{` and the tail `}<tool_call|>` are matched with the grammar's
+   literals, its NAME and its WS.
+2. The body is split at the string delimiter. In a block the grammar accepts, a delimiter can only
+   open or close a STRING (no other terminal holds one), so the odd pieces are the strings' texts,
+   taken exactly as the grammar takes them, and the even ones the structure around them.
+3. The structure is refused when it holds a character JSON would read differently from the
+   grammar (`"`, `'`, `\\`); then each string becomes a `'` placeholder, bare keys before `:` and
+   bare words in value position are quoted (KEY and BARE_WORD, with the grammar's patterns), the
+   null spellings `None` and `none` become `null`, and the placeholders become the strings,
+   JSON-encoded by C.
+4. `json.loads` decodes it, or refuses: JSON's numbers, literals and structure are a subset of the
+   grammar's (`.5`, `007`, a trailing comma, a key in a list... are refused and go to LALR).
+   Refused too, to keep the grammar's limits exact: more brackets than the depth limit, a digit run
+   long enough to approach the integer digit limit, a float beyond a double, JSON's own NaN and
+   Infinity.
+
+tests/test_fastpath.py checks by differential fuzzing (canonical, mutated, hostile and
+grammar-generated blocks) that every block this path takes decodes exactly as the LALR path
+decodes it, and that it takes the typical ones.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from json.encoder import encode_basestring
+
+from . import grammar, tokens
+from .model import ToolCall
+
+_INFINITY = float("inf")
+# json.loads refuses an int of more digits than the interpreter's limit, which may be above this
+# project's (values.integer_digit_limit); a run of this many digits goes to LALR, which knows.
+_LONGEST_DIGIT_RUN = 640
+# Past this many characters a string costs more to JSON-encode and decode than the LALR path's
+# lexer costs to match it (measured: about 6 ns a character against 1.5): such blocks go to LALR.
+_LONGEST_STRING = 2048
+# A block this long is left to LALR without a look: splitting it would cost more than it could save.
+_LONGEST_BLOCK = 16 * 1024
+_PLACEHOLDER = "'"          # no terminal of the structure holds one: the grammar's BARE_WORD and
+_REFUSED = ('"', "\\", "'")  # KEY exclude it, and JSON reads `"` and `\` as its own
+
+
+class _Refused(Exception):
+    pass
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if value == _INFINITY or value == -_INFINITY:  # the grammar: a number has to be a double
+        raise _Refused
+    return value
+
+
+def _constant(_name: str):
+    raise _Refused  # NaN, Infinity, -Infinity: JSON's, not the grammar's
+
+
+_decode = json.JSONDecoder(parse_float=_float, parse_constant=_constant).decode
+
+
+def _pattern(name: str) -> str:
+    return grammar.terminal_pattern(name).pattern
+
+
+@functools.lru_cache(maxsize=1)
+def _compiled():
+    """The fast path's regexes, built from the grammar's terminals on first use."""
+    lit = grammar.terminal_literal
+    blank = f"(?:{_pattern('WS')})?"
+    head = re.compile(re.escape(lit("TOOL_CALL_OPEN")) + blank + re.escape(lit("CALL_KEYWORD")) + blank
+                      + f"({_pattern('NAME')})" + blank + re.escape(lit("LBRACE")))
+    # Where a key or a value stands, and where one ends: after `{` or `,` (a key) or `:` `[` `,` (a
+    # value), before `:` (a key) or `,` `}` `]` (a value), whitespace aside. Each pattern starts
+    # with that character, not a look-behind, so that the regex engine skips to it.
+    opens_key = "[" + re.escape(lit("LBRACE") + lit("COMMA")) + "]"
+    opens_value = "[" + re.escape(lit("COLON") + lit("LBRACKET") + lit("COMMA")) + "]"
+    ends_value = "[" + re.escape(lit("COMMA") + lit("RBRACE") + lit("RBRACKET")) + "]"
+    colon = re.escape(lit("COLON"))
+    nulls = "|".join(re.escape(lit(n)) for n in ("NULL_PYTHON", "NULL_OMP"))
+    null = re.compile(f"({opens_value}{blank})(?:{nulls})(?={blank}{ends_value})")
+    # A bare word is what the lexer reads there: BARE_WORD, unless it is exactly one of the
+    # literal terminals (Lark's lexer gives the literal precedence over a pattern matching it).
+    # It must be the lexer's whole match, not a longer one found by backtracking to meet the
+    # lookahead (`fa<|think|>lse`): a lookahead is atomic, and the backreference takes exactly
+    # what it matched. Keys and bare words are quoted by one pass: one alternative each, and
+    # the groups of the one that did not match are empty in the template.
+    literals = "|".join(re.escape(lit(n)) for n in ("TRUE", "FALSE", "NULL"))
+    words = re.compile(f"({opens_key}{blank})({_pattern('KEY')})(?={blank}{colon})"
+                       f"|({opens_value}{blank})(?!(?:{literals}){blank}{ends_value})"
+                       f"(?=({_pattern('BARE_WORD')}))\\4(?={blank}{ends_value})")
+    digits = re.compile(f"[0-9]{{{_LONGEST_DIGIT_RUN}}}")
+    null_spellings = (lit("NULL_PYTHON"), lit("NULL_OMP"))
+    return (head.match, lit("RBRACE") + lit("TOOL_CALL_CLOSE"), words.sub, null.sub, null_spellings,
+            digits.search, (lit("LBRACE"), lit("LBRACKET")), lit("NULL"))
+
+
+def parse_call(text: str, max_depth: int):
+    """The ToolCall `text` decodes to, exactly as the grammar decodes it; or None when this path
+    does not take `text` (the LALR path then decides, error or value)."""
+    head, close, words, nulls, null_spellings, digits, (brace, bracket), null = _compiled()
+    if len(text) > _LONGEST_BLOCK:
+        return None
+    start = head(text)
+    if start is None or not text.endswith(close):  # (whitespace before the closer: LALR's)
+        return None
+    pieces = text[start.end() - 1:len(text) - len(close) + 1].split(tokens.STRING_DELIMITER)
+    if not len(pieces) & 1:  # an unclosed string
+        return None
+    strings = pieces[1::2]
+    if strings and max(map(len, strings)) > _LONGEST_STRING:
+        return None
+    structure = pieces[::2]
+    for piece in structure:
+        for char in _REFUSED:
+            if char in piece:
+                return None
+    template = _PLACEHOLDER.join(structure)
+    if template.count(brace) + template.count(bracket) > max_depth or digits(template):
+        return None
+    for spelling in null_spellings:
+        if spelling in template:
+            template = nulls(r"\1" + null, template)
+            break
+    template = words(r'\1\3"\2\4"', template)
+    if strings:
+        template = template.replace("%", "%%").replace(_PLACEHOLDER, "%s") % tuple(map(encode_basestring, strings))
+    try:
+        arguments = _decode(template)
+    except (ValueError, _Refused, RecursionError):
+        return None
+    return ToolCall(start.group(1), arguments)

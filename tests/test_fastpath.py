@@ -1,0 +1,159 @@
+"""The accept-only fast path for call blocks (gemma4_lark/fastpath.py), against the LALR path.
+
+Differential: every block the fast path takes must decode exactly as the LALR path decodes it
+(same name, same values of the same types, floats to the bit); blocks it refuses are the LALR
+path's to decide, so nothing about errors can differ. Canonical, mutated, hostile and
+grammar-generated blocks; and the typical blocks must be taken, or the path is dead code.
+"""
+
+import math
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import gemma4_lark as g
+from gemma4_lark import fastpath, fuzz, tokens
+from gemma4_lark.parser import DEFAULT_MAX_DEPTH, parse_from
+
+D = tokens.STRING_DELIMITER
+
+
+def _typed(value):
+    """`value` as data in which equal means the same to the bit (1 is not True, -0.0 not 0.0)."""
+    if isinstance(value, dict):
+        return ("dict", [(k, _typed(v)) for k, v in value.items()])
+    if isinstance(value, list):
+        return ("list", [_typed(v) for v in value])
+    if isinstance(value, float):
+        return ("float", math.copysign(1, value), value.hex())
+    return (type(value).__name__, value)
+
+
+def _lalr(text: str, max_depth: int):
+    # `duplicates=` asks for the duplicate-key report, which only the LALR path gives: the fast
+    # path stands aside for it.
+    return parse_from(text, 0, "call_block", max_depth=max_depth, duplicates=[])
+
+
+def _check(text: str, max_depth: int = DEFAULT_MAX_DEPTH) -> bool:
+    """Whether the fast path took `text`; fails when what it gave differs from LALR's."""
+    fast = fastpath.parse_call(text, max_depth)
+    if fast is None:
+        return False
+    try:
+        slow = _lalr(text, max_depth)
+    except g.GemmaSyntaxError as err:
+        pytest.fail(f"the fast path accepted what the grammar rejects ({err.message}): {text!r}")
+    assert fast.name == slow.name, text
+    assert _typed(fast.arguments) == _typed(slow.arguments), text
+    return True
+
+
+TYPICAL = [
+    '<|tool_call>call:get_weather{location:<|"|>Tokyo, JP<|"|>}<tool_call|>',
+    '<|tool_call>call:ping{}<tool_call|>',
+    '<|tool_call>call:github:create-issue{title:<|"|>Bug<|"|>,labels:[bug,ui]}<tool_call|>',
+    '<|tool_call>call:get_current_weather{location:<|"|>San Francisco, CA<|"|>,unit:<|"|>celsius<|"|>,days:3}<tool_call|>',
+    '<|tool_call>call:search{query:<|"|>gemma 4 "tool" calls, 50%<|"|>,limit:10,score:-0.5,exact:false,'
+    'filters:{lang:en,since:null,tags:[a b,c-d]},page:None,cursor:none}<tool_call|>',
+    '<|tool_call>call:f{<|"|>quoted key<|"|>:[],n:1e-07,u:https://example.com/a?b=c}<tool_call|>',
+    '<|tool_call>call:write_file{path:<|"|>a.py<|"|>,content:<|"|>def f(x):\n    return x < 1 and "a\\n"\n<|"|>}<tool_call|>',
+    '<|tool_call> call: spaced { a : 1 , b : [ 1 , 2 ] }<tool_call|>',
+    '<|tool_call>call:f{a:<|"|><|"|>,b:<|"|>{x:1}<|"|>,c:<|"|><tool_call|><|"|>}<tool_call|>',
+    '<|tool_call>call:f{a:{b:{c:[1,{d:2}]}},e:[[],[[]]]}<tool_call|>',
+    '<|tool_call>call:f{k:1,k:2}<tool_call|>',  # a repeated key: the last wins, as in the grammar
+]
+
+
+@pytest.mark.parametrize("text", TYPICAL)
+def test_typical_blocks_take_the_fast_path(text):
+    assert _check(text), f"the fast path refused a typical block: {text!r}"
+
+
+@pytest.mark.parametrize("text, why", [
+    ('<|tool_call>call:f{a:.5}<tool_call|>', "a float JSON cannot read"),
+    ('<|tool_call>call:f{a:007}<tool_call|>', "leading zeros"),
+    ('<|tool_call>call:f{a:1e400}<tool_call|>', "beyond a double: the grammar's error"),
+    ('<|tool_call>call:f{a:' + "9" * 700 + '}<tool_call|>', "near the digit limit"),
+    ('<|tool_call>call:f{a:NaN,b:Infinity}<tool_call|>', "bare words (quoted), never JSON constants"),
+    ('<|tool_call>call:f{a:1,}<tool_call|>', "a trailing comma: the grammar's error"),
+    ('<|tool_call>call:f{a:C:\\dir}<tool_call|>', "a backslash in a bare word"),
+    ('<|tool_call>call:f{a:it\'s}<tool_call|>', "a quote outside strings"),
+    ('<|tool_call>call:f{a:<|"|>open}<tool_call|>', "an unclosed string"),
+    ('<|tool_call>call:f{a:[x:y]}<tool_call|>', "a bare word with a colon in a list"),
+    ('<|tool_call>call:f{a:b\tc}<tool_call|>', "a tab in a bare word"),
+    ('<|tool_call>call:f{a:fa<|think|>lse}<tool_call|>', "a control token after a bare word"),
+    (' <|tool_call>call:f{}<tool_call|>', "whitespace before the opener"),
+    ('<|tool_call>call:f{a:1}\n<tool_call|>', "whitespace before the closer"),
+    ('<|tool_call>call:f{a:<|"|>' + "x" * 3000 + '<|"|>}<tool_call|>', "a long string: LALR is faster"),
+])
+def test_what_the_fast_path_refuses_gets_the_lalr_answer(text, why):
+    fast = fastpath.parse_call(text, DEFAULT_MAX_DEPTH)
+    if fast is not None:  # taken: then it must be exact
+        assert _check(text), why
+    try:
+        expected = _typed(_lalr(text, DEFAULT_MAX_DEPTH).arguments)
+    except g.GemmaSyntaxError as err:
+        with pytest.raises(g.GemmaSyntaxError) as info:
+            g.parse_call(text)
+        assert (info.value.message, info.value.pos, info.value.code) == (err.message, err.pos, err.code)
+    else:
+        assert _typed(g.parse_call(text).arguments) == expected
+
+
+def test_the_depth_limit_is_the_lalr_paths():
+    for depth in (1, 5, 64):
+        inside = "[" * depth + "]" * depth  # depth + 1 levels with the arguments' braces
+        text = "<|tool_call>call:f{a:" + inside + "}<tool_call|>"
+        assert fastpath.parse_call(text, depth + 1) is not None
+        assert fastpath.parse_call(text, depth) is None
+        with pytest.raises(g.GemmaSyntaxError) as info:
+            g.parse_call(text, max_depth=depth)
+        assert info.value.code == "too-deep"
+
+
+@settings(max_examples=400)
+@given(call=fuzz.calls())
+def test_canonical_blocks(call):
+    text = fuzz.canonical_call(*call)
+    _check(text)
+
+
+@settings(max_examples=800)
+@given(data=st.data())
+def test_mutated_blocks(data):
+    text = fuzz.canonical_call(*data.draw(fuzz.calls()))
+    _check(data.draw(fuzz.mutated(text)), max_depth=data.draw(st.sampled_from([2, 3, DEFAULT_MAX_DEPTH])))
+
+
+# The structure's tokens and the characters where JSON and the grammar part ways.
+_HOSTILE = ["{", "}", "[", "]", ",", ":", " ", "\n", "\t", "a", "b c", "k", "1", "-1", "0", "007", ".5", "1.",
+            "2.5", "1e5", "1E+5", "-0.0", "1e400", "true", "false", "null", "None", "none", "True", "NaN",
+            "Infinity", "-Infinity", '"', "'", "\\", "\\n", "%", "%s", "<", "<x", "<|", "|>", D, D + "s" + D,
+            "<tool_call|>", "<|tool_call>", "<|x|>", "é", "\x00", "\x7f", "\u2028", "\ud800", "$", "@", ".", "_",
+            "https://x", "a:b", "u0041", "<|think|>", "fa", "<eos>"]
+
+
+@settings(max_examples=1500)
+@given(pieces=st.lists(st.sampled_from(_HOSTILE), max_size=24), name=st.sampled_from(["f", "a:b", "x.y-z"]),
+       depth=st.sampled_from([1, 2, 4, DEFAULT_MAX_DEPTH]))
+def test_hostile_blocks(pieces, name, depth):
+    _check("<|tool_call>call:" + name + "{" + "".join(pieces) + "}<tool_call|>", max_depth=depth)
+
+
+@settings(max_examples=200)
+@given(text=fuzz.grammar_text("call_block"))
+def test_grammar_generated_blocks(text):
+    _check(text)
+
+
+def test_parse_call_uses_the_fast_path_and_validate_does_not(monkeypatch):
+    taken = []
+    real = fastpath.parse_call
+    monkeypatch.setattr(fastpath, "parse_call", lambda *a: taken.append(a) or real(*a))
+    text = TYPICAL[0]
+    assert g.parse_call(text) == _lalr(text, DEFAULT_MAX_DEPTH)
+    assert len(taken) == 1
+    assert g.validate(text + text.replace("Tokyo", "Paris")) == []
+    assert g.validate('<|tool_call>call:f{k:1,k:2}<tool_call|>')[0].code == "duplicate-key"
+    assert len(taken) == 1  # validate asks for duplicate keys: the LALR path only
