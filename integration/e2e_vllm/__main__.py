@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     args.cache = args.cache.resolve()
     args.cache.mkdir(parents=True, exist_ok=True)
     folder = model.build(args.cache / "model", args.template.read_text(encoding="utf-8"))
-    decode = model.decoder(folder)
+    decode, prompt_text = model.decoder(folder), model.prompt_text(folder)
     cases = load()
     print(f"e2e_vllm: {len(cases)} cases x streamed and not, model in {folder}", flush=True)
     deadline = time.monotonic() + args.time_bound
@@ -90,11 +90,13 @@ def main(argv: list[str] | None = None) -> int:
                                               args.cache / f"server-{parser}.log", deadline, args.request_timeout)
         rows = []
         for case, stream, observed in results:
-            raw = decode(observed.token_ids)
-            want = check.expected(case, raw, decode(observed.prompt_token_ids)) if observed.error is None else None
+            raw = decode(observed.prompt_token_ids, observed.token_ids)
+            want = None if observed.error is not None else check.expected(
+                case, raw, prompt_text(observed.prompt_token_ids))
             rows.append(table.Row(case, stream, observed, raw, want))
         runs[parser] = rows
         figures[parser] = {"start": server.start_seconds, "requests": seconds, "rss": server.peak_rss}
+    table.dump(runs, args.cache / "responses.jsonl")
     failed = table.report(runs, figures, OURS, time.monotonic() - started, args.table)
     return 1 if failed else 0
 

@@ -78,8 +78,33 @@ def build(folder: Path, template: str) -> Path:
     return folder
 
 
-def decoder(folder: Path) -> Callable[[Sequence[int]], str]:
-    """Token ids to text with the special tokens kept: the raw output the parsers are compared on."""
+def decoder(folder: Path) -> Callable[[Sequence[int], Sequence[int]], str]:
+    """`decode(prompt_ids, output_ids)`: the output's text as vLLM's parsers got it, special tokens
+    kept. vLLM detokenizes incrementally with tokenizers' `DecodeStream` (primed with the prompt),
+    which holds back bytes that do not yet form a character and leaves out the stop token that
+    ended the output: an output cut inside a character never sends that character's bytes. The
+    same stream is run here, then the stop token's text is put back (a stop marker: it is no
+    content, and parse_output reads it as the turn's end)."""
+    from tokenizers import Tokenizer
+    from tokenizers.decoders import DecodeStream
+
+    backend = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    stop = {backend.token_to_id(t): t for t in STOP}
+
+    def decode(prompt_ids: Sequence[int], output_ids: Sequence[int]) -> str:
+        ids = list(output_ids)
+        last = stop.get(ids[-1]) if ids else None
+        if last is not None:
+            ids.pop()
+        stream = DecodeStream(ids=list(prompt_ids), skip_special_tokens=False)
+        text = "".join(stream.step(backend, i) or "" for i in ids)
+        return text + (last or "")
+
+    return decode
+
+
+def prompt_text(folder: Path) -> Callable[[Sequence[int]], str]:
+    """The prompt's token ids as text, special tokens kept."""
     from tokenizers import Tokenizer
 
     backend = Tokenizer.from_file(str(folder / "tokenizer.json"))

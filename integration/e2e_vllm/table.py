@@ -90,6 +90,19 @@ def same_raw(runs: dict[str, list[Row]]) -> str:
     return f"raw outputs identical across the two servers (same seeds): {same}/{len(pairs)}"
 
 
+def dump(runs: dict[str, list[Row]], path: Path) -> None:
+    """Every response, one JSON line each: the request, the raw output, what the client got, what differs."""
+    with open(path, "w", encoding="utf-8") as out:
+        for parser, rows in runs.items():
+            for row in rows:
+                got = row.observed
+                out.write(json.dumps({
+                    "parser": parser, "request": row.case.name, "streamed": row.stream, "raw": row.raw,
+                    "finish_reason": got.finish_reason, "content": got.content, "reasoning": got.reasoning,
+                    "calls": got.calls, "void": got.void, "error": got.error, "differs": row.diffs},
+                    ensure_ascii=False) + "\n")
+
+
 def report(runs: dict[str, list[Row]], figures: dict[str, dict[str, float]], ours: str, total: float,
            out: Path | None) -> bool:
     """Print everything; True when our plugin failed (a disagreement, an error, a request not sent)."""
