@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # Reinstall only when the project's metadata changes; otherwise this is a no-op.
 STAMP := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: test demo bench docs tables fuzz integration integration-xgrammar e2e-vllm clean
+.PHONY: test test-minimum demo bench docs tables fuzz integration integration-xgrammar e2e-vllm clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,6 +16,20 @@ $(STAMP): pyproject.toml
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# The suite again, in a second venv whose dependencies are the lowest versions pyproject.toml
+# allows (constraints/minimum.txt: lark 1.2.2, as vLLM pins it). CI runs both.
+MIN_VENV := .venv-minimum
+MIN_STAMP := $(MIN_VENV)/.installed-$(shell cat pyproject.toml constraints/minimum.txt | cksum | cut -d' ' -f1)
+$(MIN_STAMP): pyproject.toml constraints/minimum.txt
+	test -x $(MIN_VENV)/bin/python || $(PYTHON) -m venv $(MIN_VENV)
+	$(MIN_VENV)/bin/python -m pip install -q --upgrade pip
+	$(MIN_VENV)/bin/python -m pip install -q -e '.[test]' -c constraints/minimum.txt
+	rm -f $(MIN_VENV)/.installed-*
+	touch $(MIN_STAMP)
+
+test-minimum: $(MIN_STAMP)
+	GEMMA4_MINIMUM_VERSIONS=1 $(MIN_VENV)/bin/python -m pytest -q -p no:cacheprovider
 
 demo: $(STAMP)
 	$(BIN)/gemma4-lark demo
@@ -38,9 +52,11 @@ docs: $(STAMP)
 	$(BIN)/gemma4-lark docs --out docs/spec
 
 # The parser tables the package carries (gemma4_lark/tables.json), regenerated from the grammar
-# when they are stale; tests/test_cache_tables.py fails until they are.
-tables: $(STAMP)
+# when they are stale, for the latest Lark and the minimum one (each venv writes its own version's);
+# tests/test_cache_tables.py fails until they are.
+tables: $(STAMP) $(MIN_STAMP)
 	$(BIN)/python -c 'from gemma4_lark import grammar; raise SystemExit(grammar.main())'
+	$(MIN_VENV)/bin/python -c 'from gemma4_lark import grammar; raise SystemExit(grammar.main())'
 
 # The adapters inside the pinned vLLM and SGLang (docs/serving.md): their wheels downloaded once
 # into $(INTEGRATION) (not installed: only their Python sources go on sys.path, with the stubs of
@@ -80,4 +96,4 @@ e2e-vllm:
 		--table ../$(E2E_VLLM_CACHE)/table.md
 
 clean:
-	rm -rf $(VENV) $(XGRAMMAR_VENV) $(E2E_VLLM_VENV) build *.egg-info
+	rm -rf $(VENV) $(MIN_VENV) $(XGRAMMAR_VENV) $(E2E_VLLM_VENV) build *.egg-info

@@ -9,9 +9,10 @@ only what can stand inside a block, and the document parser for thoughts, model 
 transcripts.
 
 Building a parser's LALR tables takes tens of milliseconds, so the package also carries them,
-generated from the grammar, as plain JSON data (`tables.json`, written by `make tables`). They are
-used only when they were generated from this very grammar text by the Lark version installed;
-otherwise the parser is built from the grammar. Nothing is ever unpickled: see docs/security.md,
+generated from the grammar, as plain JSON data (`tables.json`, written by `make tables`), once for
+each Lark version the project is tested with (Lark's serialized form changes between releases;
+vLLM pins 1.2.2). They are used only when they were generated from this very grammar text by the
+Lark version installed; otherwise the parser is built from the grammar. Nothing is ever unpickled: see docs/security.md,
 "Loading the parser tables".
 """
 
@@ -75,25 +76,35 @@ def grammar_sha256() -> str:
 
 @functools.lru_cache(maxsize=1)
 def stored_tables() -> dict | None:
-    """The parser tables the package carries, decoded, or None when they are missing or were not
-    generated from this grammar by the installed Lark version (then parsers are built instead)."""
+    """The parser tables the package carries for the installed Lark version, decoded, or None when
+    there are none for it or they were not generated from this grammar (then parsers are built)."""
+    stored = _stored_file()
+    if stored is None or stored["grammar_sha256"] != grammar_sha256():
+        return None
+    return stored["lark"].get(lark.__version__)
+
+
+def _stored_file() -> dict | None:
     try:
         text = resources.files(GRAMMAR_PACKAGE).joinpath(TABLES_FILE).read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
-    stored = decode_tables(text)
-    if stored["grammar_sha256"] != grammar_sha256() or stored["lark_version"] != lark.__version__:
-        return None
-    return stored["parsers"]
+    return decode_tables(text)
 
 
 def generate_tables() -> dict:
-    """The tables of the block and document parsers, built from the grammar, as plain data."""
+    """The tables of the block and document parsers, built from the grammar by the installed Lark,
+    as plain data; the tables the file holds for other Lark versions are kept when they were made
+    from this same grammar (each version's venv adds its own: `make tables`)."""
     parsers = {}
     for kind, starts in STORED_STARTS.items():
         data, memo = build(starts, cache=False).memo_serialize([lark.lexer.TerminalDef, lark.grammar.Rule])
         parsers[kind] = {"data": data, "memo": memo}
-    return {"grammar_sha256": grammar_sha256(), "lark_version": lark.__version__, "parsers": parsers}
+    stored = _stored_file()
+    others = {} if stored is None or stored["grammar_sha256"] != grammar_sha256() else stored["lark"]
+    by_version = {v: t for v, t in others.items() if v != lark.__version__}
+    by_version[lark.__version__] = parsers
+    return {"grammar_sha256": grammar_sha256(), "lark": dict(sorted(by_version.items()))}
 
 
 # JSON has neither tuples nor integer keys, and Lark's serialized tables use both. Two tagged
@@ -115,6 +126,8 @@ def _to_json(value):
         return {k: _to_json(v) for k, v in value.items()}
     if value is None or type(value) in (str, int, float, bool):
         return value
+    if isinstance(value, str):  # lark 1.2 names rules with Tokens (a str subclass): their text
+        return str(value)
     raise TypeError(f"cannot store {type(value).__name__} in the tables")
 
 
@@ -127,13 +140,17 @@ def _from_json(obj: dict):
 
 
 def encode_tables(tables: dict) -> str:
-    """`tables` as JSON text (one line per parser, so that a regenerated file diffs by parser)."""
-    head = {k: v for k, v in tables.items() if k != "parsers"}
-    lines = ["{" + json.dumps(head)[1:-1] + ', "parsers": {']
-    items = list(tables["parsers"].items())
-    for i, (kind, parser) in enumerate(items):
-        comma = "," if i < len(items) - 1 else ""
-        lines.append(json.dumps(kind) + ": " + json.dumps(_to_json(parser), separators=(",", ":")) + comma)
+    """`tables` as JSON text (one line per Lark version and parser, so that a regenerated file
+    diffs by parser)."""
+    lines = ["{" + json.dumps({"grammar_sha256": tables["grammar_sha256"]})[1:-1] + ', "lark": {']
+    versions = list(tables["lark"].items())
+    for i, (version, parsers) in enumerate(versions):
+        lines.append(json.dumps(version) + ": {")
+        items = list(parsers.items())
+        for j, (kind, parser) in enumerate(items):
+            comma = "," if j < len(items) - 1 else ""
+            lines.append(json.dumps(kind) + ": " + json.dumps(_to_json(parser), separators=(",", ":")) + comma)
+        lines.append("}" + ("," if i < len(versions) - 1 else ""))
     lines.append("}}")
     return "\n".join(lines) + "\n"
 

@@ -27,13 +27,34 @@ from lark.parsers.lalr_analysis import Shift
 from lark.parsers.lalr_parser import _Parser
 
 try:
-    from lark.utils import TextSlice  # lark >= 1.2.2: the lexer reads a TextSlice
-except ImportError:  # pragma: no cover - older lark lexes a str from the line counter's position
+    from lark.utils import TextSlice  # lark >= 1.3: the lexer reads a TextSlice
+except ImportError:  # lark 1.2 (vLLM pins 1.2.2) lexes a str from the line counter's position
     TextSlice = None
 
 
 def _discard(_children):
     return None
+
+
+def _keyword_type(scanner):
+    """The function that tells which keyword terminal (if any) a whole token's text is.
+
+    Lark turns a match of a pattern terminal (BARE_WORD, KEY, NAME) into a keyword (TRUE, NULL...)
+    with a scanner of the keywords. Lark 1.3 gives that scanner `fullmatch`; lark 1.2 has only
+    `match` with a `$` appended, which also matches before a final newline. The keywords' own
+    patterns, compiled here once as one full-match alternation, give 1.3's answer on both.
+    """
+    fullmatch = getattr(scanner, "fullmatch", None)
+    if fullmatch is not None:
+        return fullmatch
+    pattern = "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in scanner.terminals)
+    whole = scanner.re_.compile(pattern, scanner.g_regex_flags).fullmatch
+
+    def keyword_type(text):
+        m = whole(text)
+        return None if m is None else m.lastgroup
+
+    return keyword_type
 
 
 class _Rejected(Exception):
@@ -140,7 +161,7 @@ class LeanLALR:
             scanner = basic.scanner  # built on first access
             if len(scanner._mres) != 1:  # pragma: no cover - the grammar's patterns fit one regex
                 raise RuntimeError("a lexer state needs more than one regex; use Lark's parser")
-            keywords = {type_: retype.scanner.fullmatch for type_, retype in basic.callback.items()}
+            keywords = {type_: _keyword_type(retype.scanner) for type_, retype in basic.callback.items()}
             self.lexers[state] = (scanner._mres[0].match, basic.ignore_types, keywords)
 
     def parse(self, text: str, start: str, pos: int = 0):

@@ -126,7 +126,7 @@ class StreamParser:
     `flush()`.
 
     Raises `ShapeError` for malformed `tools` or `tool_choice`, `ImportError` when `tools` are
-    given and the `schema` extra is not installed.
+    given and jsonschema-rs (a dependency) is missing.
     """
 
     def __init__(self, *, parse_thinking: bool = True, start_in_thinking: bool = False, strict: bool = False,

@@ -21,6 +21,17 @@ settings.register_profile("deep", max_examples=20_000, deadline=None, suppress_h
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+def minimum_versions() -> dict[str, str]:
+    """The lowest version of each user-installed dependency (constraints/minimum.txt)."""
+    pins = {}
+    for line in (REPO / "constraints" / "minimum.txt").read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, version = line.split("==")
+            pins[name.strip()] = version.strip()
+    return pins
+
+
 def shared_file(*parts) -> pathlib.Path:
     path = SHARED_DATA.joinpath(*parts)
     if not path.exists():

@@ -12,7 +12,9 @@ import tempfile
 import lark
 import pytest
 
-from conftest import REPO
+from conftest import REPO, minimum_versions
+
+MINIMUM = minimum_versions()
 from gemma4_lark import grammar
 
 # Run in a fresh process before anything is imported: every way of unpickling raises, and
@@ -122,6 +124,25 @@ def test_stored_tables_are_current():
     assert grammar.stale_tables() == [], "the stored parser tables are stale: run `make tables`"
 
 
+def test_tables_are_carried_for_the_declared_minimum_lark():
+    # vLLM pins the minimum (1.2.2): a user beside it must not pay the build at every start.
+    stored = grammar.decode_tables(grammar.tables_path().read_text(encoding="utf-8"))
+    assert MINIMUM["lark"] in stored["lark"], f"no tables for lark {MINIMUM['lark']}: run `make tables`"
+    assert lark.__version__ in stored["lark"]
+
+
+def test_regenerating_keeps_the_other_versions_tables(monkeypatch):
+    monkeypatch.setattr(lark, "__version__", "0.0.test")
+    grammar.stored_tables.cache_clear()
+    try:
+        versions = grammar.generate_tables()["lark"]
+        on_file = grammar.decode_tables(grammar.tables_path().read_text(encoding="utf-8"))["lark"]
+        assert set(versions) == set(on_file) | {"0.0.test"}
+    finally:
+        monkeypatch.undo()
+        grammar.stored_tables.cache_clear()
+
+
 def test_a_changed_grammar_is_not_served_from_the_stored_tables(monkeypatch):
     # An edit that changes the language. Any edit changes the digest, so the stored tables stop
     # serving at once, and the meaning check reports them stale until `make tables`.
@@ -152,7 +173,7 @@ def test_tables_of_another_lark_version_are_not_used(monkeypatch):
 
 def test_meaning_check_sees_a_changed_table():
     tables = json.loads(grammar.tables_path().read_text(encoding="utf-8"))
-    stored = grammar.decode_tables(grammar.tables_path().read_text(encoding="utf-8"))["parsers"]["block"]
+    stored = grammar.decode_tables(grammar.tables_path().read_text(encoding="utf-8"))["lark"][lark.__version__]["block"]
     fresh = grammar.canonical_tables(grammar.build(grammar.BLOCK_STARTS, cache=False))
     assert grammar.canonical_tables(lark.Lark._load_from_dict(stored["data"], stored["memo"])) == fresh
     # Turn one shift into a shift to another state: the meaning differs.
@@ -164,18 +185,18 @@ def test_meaning_check_sees_a_changed_table():
             row[shifts[0]] = (0, (arg + 1) % len(states))
             break
     assert grammar.canonical_tables(lark.Lark._load_from_dict(stored["data"], stored["memo"])) != fresh
-    assert tables["parsers"]  # the file is plain JSON
+    assert tables["lark"]  # the file is plain JSON
 
 
 def test_encoding_is_exact():
     tables = grammar.generate_tables()
     assert grammar.decode_tables(grammar.encode_tables(tables)) == tables
     with pytest.raises(TypeError):
-        grammar.encode_tables({"parsers": {"x": {"data": {1: "a", "b": 2}}}})
+        grammar.encode_tables({"grammar_sha256": "", "lark": {"1": {"x": {"data": {1: "a", "b": 2}}}}})
     with pytest.raises(TypeError):
-        grammar.encode_tables({"parsers": {"x": {"data": {"~tuple": 1}}}})
+        grammar.encode_tables({"grammar_sha256": "", "lark": {"1": {"x": {"data": {"~tuple": 1}}}}})
     with pytest.raises(TypeError):
-        grammar.encode_tables({"parsers": {"x": {"data": {"a": object()}}}})
+        grammar.encode_tables({"grammar_sha256": "", "lark": {"1": {"x": {"data": {"a": object()}}}}})
 
 
 def test_parsers_from_the_stored_tables_agree_with_built_ones():

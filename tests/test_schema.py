@@ -207,11 +207,11 @@ def test_a_remote_ref_is_never_fetched():
         StreamParser(tools=[{"name": "t", "parameters": {"$ref": "http://127.0.0.1:9/x.json"}}])
 
 
-def test_a_clear_error_when_the_schema_extra_is_missing(monkeypatch):
+def test_a_clear_error_when_jsonschema_rs_is_missing(monkeypatch):
     monkeypatch.setitem(sys.modules, "jsonschema_rs", None)
     registry._compile.cache_clear()
     try:
-        with pytest.raises(ImportError, match=r"gemma4-lark\[schema\]"):
+        with pytest.raises(ImportError, match=r"pip install 'jsonschema-rs"):
             parse_output("x", tools=[{"name": "fresh"}])
     finally:
         registry._compile.cache_clear()

@@ -3,8 +3,7 @@ lenient decoder, and the check of one decoded call against them.
 
 `compile_tools(tools)` reads the tools with `gemma4_lark.tools.read_tools` and compiles each tool's
 `parameters` once; the result is cached by content, so a server that builds a parser per request
-with the same tool list compiles them once per process. Validation is jsonschema-rs (the `schema`
-extra): docs/schema.md has the measurement that chose it.
+with the same tool list compiles them once per process. Validation is jsonschema-rs (a dependency): docs/schema.md has the measurement that chose it.
 """
 
 from __future__ import annotations
@@ -33,8 +32,8 @@ def _load_validator_factory():
         import jsonschema_rs
     except ImportError:
         raise ImportError(
-            "decoding against tools validates with jsonschema-rs: install the `schema` extra"
-            " (pip install 'gemma4-lark[schema]')") from None
+            "decoding against tools validates with jsonschema-rs, a dependency of gemma4-lark that is"
+            " missing here (installed with --no-deps?): pip install 'jsonschema-rs>=0.30'") from None
     return jsonschema_rs
 
 
@@ -197,8 +196,8 @@ def compile_tools(tools: Sequence[Any] | None) -> ToolRegistry | None:
     """`tools` (an OpenAI tool list or bare function schemas) compiled; None for None, and a
     `ToolRegistry` as it is. Cached by content (a JSON dump of the list: on a hit, that dump is
     the whole cost; a server with a large fixed list passes the registry instead). Raises `ShapeError`
-    for a malformed tool or an invalid schema, `ImportError` (saying which extra to install) when
-    jsonschema-rs is missing."""
+    for a malformed tool or an invalid schema, `ImportError` (saying what to install) when
+    jsonschema-rs, a dependency, is missing."""
     if tools is None or isinstance(tools, ToolRegistry):
         return tools  # compiled already: a server may compile its tool list once and pass that
     try:
