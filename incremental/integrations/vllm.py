@@ -171,6 +171,7 @@ class Gemma4LarkReasoningParser(_StrippedCheck, ReasoningParser):
         chat_template_kwargs = kwargs.get("chat_template_kwargs") or {}
         self.expect_thought = bool(chat_template_kwargs.get("enable_thinking", False))
         self._start_in_thinking = False
+        self._prompt_known = False
         self._gate: ThoughtGate | None = None
 
     @property
@@ -185,6 +186,14 @@ class Gemma4LarkReasoningParser(_StrippedCheck, ReasoningParser):
         return _keep_special_tokens(super().adjust_request(request))
 
     def is_reasoning_end(self, input_ids: Sequence[int]) -> bool:
+        # The server's first question is about the prompt (vLLM asks it before generating, on the
+        # instance that parses the output). vLLM 0.32 never hands a non-streamed output's prompt
+        # to the reasoning parser (its DelegatingParser drops set_prompt_token_ids; 0.33 passes it
+        # on), so the prompt's thought prefill is read here too; set_prompt_token_ids, when it
+        # comes, decides.
+        if not self._prompt_known:
+            self._prompt_known = True
+            self._start_in_thinking = self.markers.in_thought(input_ids)
         return self.markers.thought_over(input_ids, self.expect_thought)
 
     def is_reasoning_end_streaming(self, input_ids: Sequence[int], delta_ids: Sequence[int]) -> bool:
@@ -198,6 +207,7 @@ class Gemma4LarkReasoningParser(_StrippedCheck, ReasoningParser):
         return self.markers.content_ids(list(input_ids))
 
     def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
+        self._prompt_known = True
         self._start_in_thinking = self.markers.in_thought(prompt_token_ids)
 
     def adjust_initial_state_from_prompt(self, prompt_token_ids: Sequence[int]) -> None:
