@@ -80,14 +80,18 @@ def main(argv: list[str] | None = None) -> int:
     args.cache.mkdir(parents=True, exist_ok=True)
     folder = model.build(args.cache / "model", args.template.read_text(encoding="utf-8"))
     decode, prompt_text = model.decoder(folder), model.prompt_text(folder)
-    cases = load()
+    cases = load(model.vocab(folder))
     print(f"e2e_vllm: {len(cases)} cases x streamed and not, model in {folder}", flush=True)
     deadline = time.monotonic() + args.time_bound
     runs: dict[str, list[table.Row]] = {}
     figures: dict[str, dict[str, float]] = {}
     for parser in args.parsers.split(","):
-        results, server, seconds = run_server(sys.executable, folder, parser, cases,
-                                              args.cache / f"server-{parser}.log", deadline, args.request_timeout)
+        try:
+            results, server, seconds = run_server(sys.executable, folder, parser, cases,
+                                                  args.cache / f"server-{parser}.log", deadline, args.request_timeout)
+        except ServerError as error:
+            print(f"e2e_vllm: FAILED: {error}", file=sys.stderr)
+            return 1
         rows = []
         for case, stream, observed in results:
             raw = decode(observed.prompt_token_ids, observed.token_ids)

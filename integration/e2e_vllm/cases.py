@@ -29,6 +29,7 @@ class Case:
     grammar: str | None
     seed: int
     max_tokens: int
+    logit_bias: dict[str, float]    # token id (as text) -> bias: the same for every server
 
     def body(self, stream: bool) -> dict[str, Any]:
         """The keyword arguments of `client.chat.completions.create` (vLLM's own fields in `extra_body`)."""
@@ -37,6 +38,8 @@ class Case:
             extra["structured_outputs"] = {"grammar": self.grammar}
         body: dict[str, Any] = {"model": "gemma4-tiny", "messages": self.messages, "max_tokens": self.max_tokens,
                                 "temperature": 1.0, "seed": self.seed, "stream": stream, "extra_body": extra}
+        if self.logit_bias:
+            body["logit_bias"] = self.logit_bias
         if self.tools is not None:
             body["tools"] = self.tools
         if self.tool_choice is not None:
@@ -56,8 +59,11 @@ def choice_name(choice: Any) -> str:
     return str(choice or "no tools")
 
 
-def load(path: Path = REQUESTS) -> list[Case]:
+def load(vocab: dict[str, int], path: Path = REQUESTS) -> list[Case]:
+    """The cases; `vocab` (the model's, token text -> id) turns requests.json's `logit_bias`,
+    written by token text, into the ids the API takes."""
     data = json.loads(path.read_text(encoding="utf-8"))
+    bias = {str(vocab[text]): value for text, value in data.get("logit_bias", {}).items()}
     cases = []
     grammars: dict[str, str] = {}
     for spec in data["cases"]:
@@ -73,7 +79,8 @@ def load(path: Path = REQUESTS) -> list[Case]:
             grammar = grammars[key]
         for seed in spec["seeds"]:
             name = (f"{spec['conversation']}/{choice_name(choice) if spec['tools'] else 'no tools'}"
-                    f"/think {'on' if spec['thinking'] else 'off'}{'' if grammar else '/no grammar'}/seed {seed}")
+                    f"/think {'on' if spec['thinking'] else 'off'}{'' if grammar else '/no grammar'}"
+                    f"{'' if spec.get('bias', True) else '/no bias'}/seed {seed}")
             cases.append(Case(name, data["conversations"][spec["conversation"]], tools, choice, spec["thinking"],
-                              grammar, seed, data["max_tokens"]))
+                              grammar, seed, data["max_tokens"], bias if spec.get("bias", True) else {}))
     return cases

@@ -109,3 +109,9 @@ def prompt_text(folder: Path) -> Callable[[Sequence[int]], str]:
 
     backend = Tokenizer.from_file(str(folder / "tokenizer.json"))
     return lambda ids: backend.decode(list(ids), skip_special_tokens=False)
+
+
+def vocab(folder: Path) -> dict[str, int]:
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(folder / "tokenizer.json")).get_vocab(with_added_tokens=True)

@@ -73,7 +73,7 @@ class Server:
     requests) and at start."""
 
     def __init__(self, python: str, model: Path, parser: str, log: Path, *, structured_outputs: str,
-                 start_timeout: float = 300.0):
+                 start_timeout: float = 600.0):
         self.python, self.model, self.parser, self.log = python, model.resolve(), parser, log.resolve()
         self.structured_outputs = structured_outputs
         self.start_timeout = start_timeout
