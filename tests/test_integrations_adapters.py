@@ -234,6 +234,20 @@ def test_vllm_non_streamed_prefill_known_from_the_prompt_question(adapters, prom
     assert rp.extract_reasoning("Sure<channel|>Hello", REQUEST) != want
 
 
+def test_vllm_tool_choice_none_sends_no_call_even_at_the_end(adapters):
+    """vLLM strips the calls of a tool_choice "none" request (its default without tools) from each
+    delta but not from finish_streaming's: a cut-off call's void marker reached the client alone
+    there (`make e2e-vllm`: an index with no header, which the OpenAI SDK cannot accumulate)."""
+    vllm, _ = adapters
+    tp = vllm.Gemma4LarkToolParser(TOKENIZER)
+    request = Fields(tools=None, tool_choice="none")
+    text = 'Hi<|tool_call>call:write{path:<|"|>/tmp'
+    first = tp.extract_tool_calls_streaming("", text, text, [], [T], [T], request)
+    last = tp.finish_streaming()
+    assert not (first and first.tool_calls) and not (last and last.tool_calls)
+    assert (first.content or "") + (last.content or "") == text  # the failed block's text goes out as content
+
+
 def test_vllm_registration_whole_calls_and_request(adapters):
     vllm, _ = adapters
     assert ToolParserManager.registered == {"gemma4-lark": vllm.Gemma4LarkToolParser,

@@ -36,7 +36,9 @@ except ImportError as error:  # no vLLM, or one whose modules moved: say which a
                       name=error.name, path=error.path) from error
 
 from ..parser import StreamParser
-from .base import Delta, MarkerIds, ThoughtGate, ToolCallDeltas, extract_calls, split_reasoning, stream_parser_options
+from .base import (
+    Delta, MarkerIds, ThoughtGate, ToolCallDeltas, extract_calls, plain, split_reasoning, stream_parser_options,
+)
 
 __all__ = ["Gemma4LarkReasoningParser", "Gemma4LarkToolParser", "Gemma4LarkWholeCallsToolParser", "NAME"]
 
@@ -45,7 +47,9 @@ NAME = "gemma4-lark"
 logger = logging.getLogger(__name__)
 
 
-def _delta_message(delta: Delta) -> DeltaMessage | None:
+def _delta_message(delta: Delta, drop_calls: bool = False) -> DeltaMessage | None:
+    if drop_calls:  # tool_choice "none": the text of calls is not content, and no call goes out
+        delta.tool_calls = []
     if not delta:
         return None
     calls = []
@@ -103,6 +107,9 @@ class Gemma4LarkToolParser(_StrippedCheck, ToolParser):
         super().__init__(tokenizer, tools)
         self.markers = MarkerIds.from_vocab(self.vocab)
         self._deltas: ToolCallDeltas | None = None
+        # vLLM strips the calls of a "none" request (its default without tools) from each delta,
+        # but not from what finish_streaming returns: a void marker there reached clients alone.
+        self._drop_calls = False
 
     def _options(self, request: Any) -> dict[str, Any]:
         options = stream_parser_options(getattr(request, "tools", None), getattr(request, "tool_choice", None))
@@ -136,13 +143,14 @@ class Gemma4LarkToolParser(_StrippedCheck, ToolParser):
         if self._deltas is None:
             self._deltas = ToolCallDeltas(StreamParser(**self._options(request)),
                                           stream_arguments=self.stream_arguments)
-        return _delta_message(self._deltas.feed(delta_text))
+            self._drop_calls = plain(getattr(request, "tool_choice", None)) == "none"
+        return _delta_message(self._deltas.feed(delta_text), self._drop_calls)
 
     def finish_streaming(self) -> DeltaMessage | None:
         """The end of the output: what the parser held, and the failure of an unclosed block."""
         if self._deltas is None:
             return None
-        return _delta_message(self._deltas.finish())
+        return _delta_message(self._deltas.finish(), self._drop_calls)
 
 
 class Gemma4LarkWholeCallsToolParser(Gemma4LarkToolParser):

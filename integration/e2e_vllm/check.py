@@ -38,6 +38,8 @@ def expected(case: Case, raw: str, prompt: str) -> Expected:
     for entry in message.get("tool_calls", ()):
         extras = {k: entry[k] for k in ("recovered", "diagnostics") if k in entry}
         calls.append({"name": entry["function"]["name"], "arguments": entry["function"]["arguments"], **extras})
+    if case.tools is None:  # vLLM's tool_choice without tools is "none": it strips the calls
+        calls = []
     internal = [e.error for e in parsed.errors if e.code == "internal"]
     return Expected(message["content"], message.get("reasoning_content"), calls, internal)
 

@@ -28,6 +28,7 @@ class Observed:
     token_ids: list[int] = field(default_factory=list)
     prompt_token_ids: list[int] = field(default_factory=list)
     error: str | None = None                                     # an HTTP or client error
+    tool_call_deltas: list[list[int]] = field(default_factory=list)  # streamed: each chunk's tool-call indices
 
 
 def _reasoning(message: dict[str, Any]) -> str | None:
@@ -56,6 +57,8 @@ def send(client: openai.OpenAI, case: Case, stream: bool) -> Observed:
         observed.error = f"HTTP {error.status_code}: {error.message}"
     except openai.APIError as error:
         observed.error = f"{type(error).__name__}: {error}"
+    except Exception as error:  # the SDK could not accumulate the stream: the chunks broke its rules
+        observed.error = f"client: {type(error).__name__}: {error} (tool-call indices per chunk: {observed.tool_call_deltas})"
     return observed
 
 
@@ -74,8 +77,11 @@ def _whole(client: openai.OpenAI, case: Case, observed: Observed) -> None:
 def _stream(client: openai.OpenAI, case: Case, observed: Observed) -> None:
     state = ChatCompletionStreamState()
     for chunk in client.chat.completions.create(**case.body(stream=True)):
-        state.handle_chunk(chunk)
         extra = chunk.model_dump()
+        indices = [c["index"] for choice in extra.get("choices") or () for c in (choice.get("delta") or {}).get("tool_calls") or ()]
+        if indices:
+            observed.tool_call_deltas.append(indices)
+        state.handle_chunk(chunk)
         if extra.get("prompt_token_ids"):
             observed.prompt_token_ids = list(extra["prompt_token_ids"])
         for choice in extra.get("choices") or ():

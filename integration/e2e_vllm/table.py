@@ -99,7 +99,8 @@ def dump(runs: dict[str, list[Row]], path: Path) -> None:
                 out.write(json.dumps({
                     "parser": parser, "request": row.case.name, "streamed": row.stream, "raw": row.raw,
                     "finish_reason": got.finish_reason, "content": got.content, "reasoning": got.reasoning,
-                    "calls": got.calls, "void": got.void, "error": got.error, "differs": row.diffs},
+                    "calls": got.calls, "void": got.void, "error": got.error, "differs": row.diffs,
+                    "tool_call_deltas": got.tool_call_deltas},
                     ensure_ascii=False) + "\n")
 
 
