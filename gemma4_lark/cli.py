@@ -240,10 +240,12 @@ def _jsonl_records(path: str, field: str | None):
 
 
 class _Tally:
-    """Counts for the summary of a run over several inputs."""
+    """Counts for the summary of a run over several inputs: outputs by verdict, findings by code."""
 
     def __init__(self):
         self.valid = self.invalid = self.no_output = self.unreadable = 0
+        self.codes: dict = {}
+        self.repeats: dict = {}  # a problem met again (a mistyped --field): its count after the first
 
     def line(self, files: int) -> str:
         text = f"{files} file(s), {self.valid + self.invalid} output(s): {self.valid} valid, {self.invalid} invalid"
@@ -251,11 +253,28 @@ class _Tally:
             text += f"; {self.no_output} record(s) with no output to check"
         if self.unreadable:
             text += f"; {self.unreadable} file(s) could not be read"
+        if self.codes:
+            text += "\nfindings by code: " + ", ".join(f"{code} {n}" for code, n in sorted(self.codes.items()))
         return text
 
     def to_dict(self, files: int) -> dict:
         return {"files": files, "outputs": self.valid + self.invalid, "valid": self.valid, "invalid": self.invalid,
-                "no_output": self.no_output, "unreadable": self.unreadable}
+                "no_output": self.no_output, "unreadable": self.unreadable, "codes": dict(sorted(self.codes.items()))}
+
+
+def _load_tools(path: str):
+    """The --tools file, compiled once (a malformed tool is a usage error, found before any record)."""
+    from .schema.registry import compile_tools
+
+    name = display_name(path)
+    tools = load_json(read_text(path), name, "the tools file")
+    try:
+        compile_tools(tools)
+    except ImportError as err:
+        raise CommandError(f"--tools needs the schema extra: {err} (pip install 'gemma4-lark[schema]')") from None
+    except (ValueError, TypeError) as err:
+        raise CommandError(f"{name}: {err}") from None
+    return tools
 
 
 def cmd_validate(args) -> int:
@@ -263,12 +282,13 @@ def cmd_validate(args) -> int:
         raise CommandError("--field picks a field of JSONL records: it needs --jsonl")
     several = args.jsonl or len(args.files) > 1
     tally = _Tally()
+    tools = _load_tools(args.tools) if args.tools is not None else None
 
     def report(where: dict, label: str, text: str | None, problem: str | None = None) -> None:
         """One output's result: its diagnostics, or the problem that kept it from being checked."""
         if problem is None:
             try:
-                diagnostics = validate(text, max_depth=args.max_depth)
+                diagnostics = validate(text, max_depth=args.max_depth, tools=tools)
             except RecursionError:
                 problem = "nested too deeply to check (lower --max-depth)"
             except ValueError as err:  # a value Python cannot hold, e.g. an integer past int's digit limit
@@ -276,6 +296,8 @@ def cmd_validate(args) -> int:
         if problem is None:
             valid = not any(d.severity == "error" for d in diagnostics)
             result = {"valid": valid, "diagnostics": [d.to_dict() for d in diagnostics]}
+            for d in diagnostics:
+                tally.codes[d.code] = tally.codes.get(d.code, 0) + 1
         else:
             valid, diagnostics, result = False, [], {"valid": False, "error": problem}
         if valid:
@@ -288,6 +310,12 @@ def cmd_validate(args) -> int:
             print(json.dumps({**where, **result}, ensure_ascii=False))
             return
         if problem is not None:
+            repeat = (where.get("file"), problem)
+            if repeat in tally.repeats:  # said once, counted after (a mistyped --field: every record)
+                tally.repeats[repeat] += 1
+                return
+            if "line" in where:
+                tally.repeats[repeat] = 0
             print(f"{label}: error: {problem}")
         for d in diagnostics:
             field = f'"{where["field"]}", ' if where.get("field") else ""
@@ -325,13 +353,16 @@ def cmd_validate(args) -> int:
         if args.json:
             print(json.dumps({"summary": tally.to_dict(len(args.files))}))
         else:
+            for (name, problem), count in tally.repeats.items():
+                if count:
+                    print(f"{name}: {count} more record(s): {problem}")
             print(tally.line(len(args.files)))
     if tally.unreadable:
         return 2
     return 1 if tally.invalid or tally.no_output else 0
 
 
-# --- decode, conformance, render, docs ----------------------------------------------------------
+# --- decode, render, docs ----------------------------------------------------------
 def cmd_decode(args) -> int:
     text = read_text(args.file)
     start, _ = _kind(text)
@@ -351,14 +382,6 @@ def cmd_decode(args) -> int:
     except RecursionError:
         raise CommandError(f"{name}: the decoded value nests too deeply to write as JSON (lower --max-depth)",
                            code=1) from None
-    return 0
-
-
-def cmd_conformance(args) -> int:
-    from .conformance import export
-
-    counts = export(args.directory)
-    print(f"wrote {counts['valid']} valid, {counts['invalid']} invalid and {counts['streams']} stream cases to {args.directory}")
     return 0
 
 
@@ -549,6 +572,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--field", metavar="NAME",
                    help='with --jsonl: the field holding the output; dots reach into objects and arrays '
                         f'(a.b.0); default: the first of {", ".join(DEFAULT_FIELDS)}, or the line itself if it is a JSON string')
+    p.add_argument("--tools", metavar="tools.json",
+                   help="a JSON array of tool declarations: each call is also checked against them (unknown-tool, "
+                        "schema, coerced; as parse_output(tools=) decodes)")
     add_max_depth(p)
     p.set_defaults(run=cmd_validate)
 
@@ -564,11 +590,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where the pages go (default docs/spec, relative to the current directory)")
     p.add_argument("--check", action="store_true", help="exit 1 listing stale files instead of writing")
     p.set_defaults(run=cmd_docs)
-
-    p = sub.add_parser("conformance", help="the conformance corpus, for other implementations")
-    p.add_argument("action", choices=["export"], help="export: write the corpus as files")
-    p.add_argument("directory", metavar="DIR", help="where to write it (its valid/, invalid/ and streams/ are replaced)")
-    p.set_defaults(run=cmd_conformance)
 
     p = sub.add_parser("render", help="render a conversation as a Gemma 4 prompt")
     p.add_argument("messages", metavar="messages.json",

@@ -188,7 +188,7 @@ class ToolCallError(Event):
 
 
 TOOL_CALL_ERROR_CODES = frozenset({
-    "syntax", "unclosed", "too-large", "too-deep", "unknown-tool", "tool-choice", "schema", "internal",
+    "syntax", "unclosed", "lossy", "too-large", "too-deep", "unknown-tool", "tool-choice", "schema", "internal",
 })
 """Every `ToolCallError.code` (docs/schema.md says what each means)."""
 

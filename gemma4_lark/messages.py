@@ -416,16 +416,20 @@ def _marker(message) -> tuple[str, str] | None:
     content = message.get("content")
     if role == "assistant" and isinstance(content, str):
         return "openai", "string content in an assistant message"
-    if role == "assistant" and isinstance(content, list):
+    if isinstance(content, list):
         for part in content:
-            if isinstance(part, dict) and part.get("type") in ("thinking", "toolCall"):
+            if not isinstance(part, dict):
+                continue
+            if part.get("type") == "image_url":  # OpenAI's image part, in any role's content
+                return "openai", "an 'image_url' part"
+            if role == "assistant" and part.get("type") in ("thinking", "toolCall"):
                 return "omp", f"a {part['type']!r} part"
     return None
 
 
 def message_shape(messages) -> str | None:
     """Which shape `messages` are in: "openai" (the chat-completions API's: `tool` messages,
-    `tool_calls`, string assistant content) or "omp" (OMP's: `toolResult` messages, `thinking` and
+    `tool_calls`, string assistant content, `image_url` parts) or "omp" (OMP's: `toolResult` messages, `thinking` and
     `toolCall` parts); None when no message tells them apart (then both shapes render the same).
     Raises `ShapeError` naming two messages of different shapes."""
     from .render.shapes import ShapeError

@@ -90,22 +90,23 @@ def parse_from(text: str, pos: int, start: str, *, max_depth: int = DEFAULT_MAX_
     return result
 
 
-def parse_call(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> ToolCall:
-    """`<|tool_call>call:NAME{...}<tool_call|>` -> ToolCall(name, arguments).
+def parse_call(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH, duplicates: list | None = None) -> ToolCall:
+    """`<|tool_call>call:NAME{...}<tool_call|>` -> ToolCall(name, arguments). `duplicates`, when
+    given, receives (key, pos) for every repeated key (the last value wins).
 
     Raises `GemmaSyntaxError` (a `ValueError`, with line, column and position) for text outside the
     language, nesting deeper than `max_depth` and numbers beyond a double included; `TypeError`
     when `text` is not a str.
     """
-    return parse(text, "call_block", max_depth=max_depth)
+    return parse(text, "call_block", max_depth=max_depth, duplicates=duplicates)
 
 
-def parse_lossless_call(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH):
+def parse_lossless_call(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH, duplicates: list | None = None):
     """`parse_call`, keeping each scalar's text and position: a `LosslessCall` (internal, for
     decoding against the declared tools). Raises what `parse_call` raises."""
     if not isinstance(text, str):
         raise TypeError(f"expected str, got {type(text).__name__}")
-    return parse_from(text, 0, "call_block", max_depth=max_depth, lossless=True)
+    return parse_from(text, 0, "call_block", max_depth=max_depth, lossless=True, duplicates=duplicates)
 
 
 def parse_response(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> ToolResponse:

@@ -18,7 +18,12 @@ is either part of a decoded value or inside such a span. The recoveries:
   it for Python's triple quotes); a `<|"|>` right after an unquoted value that closes nothing;
 * JSON-quoted `"strings"` (decoded as JSON), single-quoted `'strings'`, `key=value`;
 * the Python-style `call:NAME(key=value, ...)` shell;
-* a value that starts like a number but is not one (`432+1`): kept as text.
+* a value that starts like a number but is not one (`432+1`): kept as text;
+* a member with no `:` right after an undelimited word (`location:Tokyo, JP`): more of the word.
+
+Two readings leave text the model wrote out of the arguments, a key without its value and words
+after the object; they set `Decoded.lossy`, for the caller to refuse (the streaming parser makes
+such a block a `lossy` error unless asked otherwise).
 
 FunctionGemma's `<escape>` string delimiters inside an unquoted value are kept as the grammar
 reads them (part of the word) and reported (`functiongemma-escape`).
@@ -79,16 +84,25 @@ _MAX_NOTES = 1000
 _MAX_INT_DIGITS = 4300
 # Diagnostics that say the block was cut off rather than finished: its arguments are incomplete.
 _CUT_OFF = frozenset({"missing-bracket", "unterminated-string-at-end"})
+# Diagnostics that say text the model wrote inside the arguments is in no decoded value (a key
+# without its value is left out): the call is then `lossy` (docs/leniency.md#lossy-recoveries).
+_DROPS = frozenset({"missing-value"})
+# What may follow the arguments' closing brace and be ignored without losing anything the model
+# meant: more closers and commas (`{a:1}}`); any other text after the object is dropped text.
+_CLOSERS_ONLY = re.compile(r"[ \t\r\n,}\])]*")
 
 
 @dataclass(frozen=True)
 class Decoded:
     """What `decode_call` found: the call (or None) and how it got there. `complete` is False when
-    the arguments were cut off (a bracket or a string still open where the block ends)."""
+    the arguments were cut off (a bracket or a string still open where the block ends); `lossy` is
+    True when the reading left text the model wrote out of the call (a key without its value,
+    text after the object): the call does not say all the model wrote."""
 
     call: ToolCall | None
     diagnostics: list = field(default_factory=list)
     complete: bool = True
+    lossy: bool = False
 
 
 def _is_name(text: str) -> bool:
@@ -153,6 +167,7 @@ class _Decoder:
         self.diagnostics: list[Diagnostic] = []
         self.suppressed = None  # [count, first pos, furthest end] of the notes beyond _MAX_NOTES
         self.complete = True
+        self.lossy = False      # text of the arguments left out of every value (`_DROPS`)
         self.in_parens = False  # the arguments are a `(...)` shell: `)` closes too
         # Schema-gated recovery (decoding against tools, lenient): the tool's declared keys and
         # those whose schema allows only a string; see `string_run`.
@@ -168,6 +183,8 @@ class _Decoder:
         end = pos if end is None else end
         if code in _CUT_OFF:
             self.complete = False
+        elif code in _DROPS:
+            self.lossy = True
         if self.suppressed is not None and severity != "error":
             suppressed = self.suppressed
             suppressed[0] += 1
@@ -385,6 +402,11 @@ class _Decoder:
         ch = text[pos]
         if ch in "\"'":
             value, after = self.quoted(pos, end)
+            if text.startswith(_DELIM, after):  # `'abc'<|"|>}`: a delimiter that closes nothing
+                following = self.skip_ws(after + len(_DELIM), end)
+                if following >= end or text[following] in ",}]" or text[following] == ")" and self.in_parens:
+                    self.note("stray-delimiter", _STRAY_DELIMITER, after, end=after + len(_DELIM))
+                    after += len(_DELIM)
             return (Scalar(value, None, pos - self.base) if self.lossless else value), after, False
         if ch in "{[":
             if len(stack) >= self.max_depth:
@@ -434,6 +456,9 @@ class _Decoder:
         expect_value_for = None  # the key waiting for its value, in an object
         key_start = pos
         after_comma = False
+        # (object, key, start) of the last member when its value is a bare word: a member with no
+        # `:` right after it is more of that word (`location:Tokyo, JP`), not a key to drop
+        last_word = None
         while True:
             if pos < end:
                 ch = text[pos]
@@ -491,7 +516,8 @@ class _Decoder:
                     key = text[pos:q]
                     if key[-1:] in _WS:
                         key = key.rstrip(_WS)
-                    if not key_chars(key):
+                    if not key_chars(key) and not (last_word is not None and last_word[0] is top and "<" not in key
+                                                   and (q >= end or text[q] not in ":=")):
                         self.key(pos, end, stack)  # raises with the diagnostic
                     pos = q
                 if pos < end and text[pos] in _WS:
@@ -501,12 +527,23 @@ class _Decoder:
                         note("equals", "`=` instead of `:`", pos, end=pos + 1)
                     pos += 1
                     expect_value_for = key
+                    last_word = None
+                    continue
+                if last_word is not None and last_word[0] is top and ch not in _QUOTE_START:
+                    # no `:` after a bare word's comma: the word goes on (its text is kept whole)
+                    _, word_key, word_start = last_word
+                    stop = key_start + len(key)
+                    word = text[word_start:stop]
+                    note("comma-in-word", ("the undelimited value of `{!s:.40}` holds a comma: read as one string",
+                                           word_key), word_start, end=stop)
+                    top[word_key] = Scalar(word, word, word_start - self.base) if self.lossless else word
                     continue
                 note("missing-value", ("member `{!s:.40}` has no value", key), key_start, end=pos)
                 count += 1
                 continue
             opened = False
             run = None
+            value_start = pos
             if (self.string_keys is not None and is_object and len(stack) == 1 and ch not in _QUOTE_START
                     and ch not in "{[" and expect_value_for in self.string_keys):
                 run = self.string_run(pos, end, expect_value_for)
@@ -526,6 +563,11 @@ class _Decoder:
                 stack[-1]["count"] = count + 1  # kept for when a container opened here closes
                 value, pos, opened = self.value(pos, end, stack)
             if is_object:
+                last_word = None
+                if not opened and run is None and ch not in _QUOTE_START:
+                    word = value.value if type(value) is Scalar else value
+                    if type(word) is str:
+                        last_word = (top, expect_value_for, value_start)
                 if expect_value_for in top:
                     # the last value wins, as in the grammar; the span (from the object's opener)
                     # covers the value it replaces
@@ -574,7 +616,7 @@ def decode_call(block: str, *, max_depth: int = 512) -> Decoded:
     rest = Diagnostic("warning", "second-call", "another call follows in the same block; decode_calls reads it",
                       line, column, stop, len(block))
     found = [d for d in decoded.diagnostics if d.code != "second-call"]
-    return Decoded(decoded.call, found + [rest], decoded.complete)
+    return Decoded(decoded.call, found + [rest], decoded.complete, decoded.lossy)
 
 
 def decode_calls(block: str, *, max_depth: int = 512, lossless: bool = False, hints=None) -> list:
@@ -664,9 +706,11 @@ def _decode_call(block: str, max_depth: int, lines: LineIndex, start: int, body_
             d.note("second-call", "another call follows in the same block", rest)
         elif rest < end:
             d.note("text-after-object", "text after the arguments' closing brace ignored", rest, end=end)
+            if _CLOSERS_ONLY.match(text, rest, end).end() < end:  # more than extra closers: words lost
+                d.lossy = True
         if further is None and not closed:
             d.note("missing-closer", f"the block is not closed by {tokens.TOOL_CALL_CLOSE}", end, end=len(text))
-        return Decoded(ToolCall(name, arguments), d.findings(), d.complete), further
+        return Decoded(ToolCall(name, arguments), d.findings(), d.complete, d.lossy), further
     except _Abandon as abandon:
         return Decoded(None, abandon.diagnostics, False), None
 

@@ -17,9 +17,13 @@ after keys) of the call the whole block decodes to, when the grammar accepts it.
 - never the object's closing `}`: the caller sends it (the rest of `json.dumps`) when the block has
   been decoded, so the fragments of a block that fails never form complete JSON.
 
-The stream stops (sends nothing more; `stopped` is True) at the first token the grammar rejects, at a
-repeated key (the decoded call keeps the last value at the first key's place, which the text sent
-so far cannot show), at a number out of range, at nesting deeper than `max_depth`, and at a token
+A repeated key goes out as the model wrote it, again (`repeated` turns True): the JSON then states
+the key twice, and reads (last value wins, as `json.loads`, `JSON.parse` and pydantic read it) as the
+decoded call, which keeps the last value at the first key's place; it is no longer a prefix of
+`json.dumps` of the decoded call, so the caller checks that reading when the call is decoded.
+
+The stream stops (sends nothing more; `stopped` is True) at the first token the grammar rejects,
+at a number out of range, at nesting deeper than `max_depth`, and at a token
 longer than `MAX_TOKEN_CHARS` (so that re-reading a token that is still growing costs at most that
 much: the stream stays linear). Stopping is not failing: the caller sends the rest when the call
 is decoded.
@@ -88,6 +92,7 @@ class ArgumentStream:
         self._expect_key = False
         self.stopped = False
         self.closed = False       # the top-level object's `}` was read (and not sent)
+        self.repeated = False     # a key was repeated in an object (and sent again)
         # Inside a string value with nothing buffered, still streaming: most pieces of a long call
         # are then content as a whole (`feed`'s first test; kept up to date at the end of `feed`).
         self._plain = False
@@ -241,7 +246,7 @@ class ArgumentStream:
         self._string_key = None
         out.append('"')
         if key is not None:
-            self._add_key("".join(key))  # a repeated key stops the stream
+            self._add_key("".join(key))
         return close + len(_D)
 
     def _string_text(self, text: str, out: list) -> None:
@@ -347,7 +352,7 @@ class ArgumentStream:
     def _add_key(self, key: str) -> bool:
         keys = self._containers[-1]
         if key in keys:
-            self.stopped = True
-            return False
-        keys.add(key)
+            self.repeated = True  # sent again: the JSON reads as the decoded call (last value wins)
+        else:
+            keys.add(key)
         return True

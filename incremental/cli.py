@@ -203,3 +203,94 @@ def cmd_fuzz(args) -> int:
                            f"{err.strerror or err}") from None
     print(f"{sum(report.tried.values())} cases tried, {len(report.findings)} disagreement(s)")
     return 0 if report.ok else 1
+
+
+def register_conformance(sub) -> None:
+    p = sub.add_parser("conformance", help="the conformance kit: export the corpus, or run it against a parser",
+                       description="The conformance kit (docs/conformance.md): the corpus as files, and a run of it "
+                                   "against any parser that speaks the JSONL protocol.")
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    e = actions.add_parser("export", help="write the corpus and its manifest as files")
+    e.add_argument("directory", metavar="DIR", help="where to write it (its valid/, invalid/ and streams/ are replaced)")
+    e.set_defaults(run=cmd_conformance_export)
+    r = actions.add_parser("run", help="send every case to a parser under test; exit 1 if it disagrees on any",
+                           description="Run the corpus and generated and mutated cases against --target; print a "
+                                       "summary by category. Exit 0: every case agrees; 1: some disagree; 2: usage "
+                                       "error, or a target that never answers.")
+    r.add_argument("--target", required=True, metavar="CMD",
+                   help="the parser under test: a shell command reading requests and writing answers, one JSON line each")
+    r.add_argument("--timeout", type=_seconds, default=5.0, metavar="SECONDS",
+                   help="per case: no answer in this time is the case's failure (default 5)")
+    r.add_argument("--startup", type=_seconds, default=30.0, metavar="SECONDS",
+                   help="extra time for the first answer after the target (re)starts (default 30)")
+    r.add_argument("--report", metavar="FILE.json", help="also write the full report, every failure, as JSON")
+    r.add_argument("--generated", type=at_least(0), default=200, metavar="N",
+                   help="canonical model outputs generated from the seed (default 200)")
+    r.add_argument("--mutated", type=at_least(0), default=200, metavar="N", help="mutated cases (default 200)")
+    r.add_argument("--seed", type=int, default=0, help="seed of the generated and mutated cases (default 0)")
+    r.add_argument("--shrink-seconds", type=_seconds, default=10.0, metavar="SECONDS",
+                   help="time to shrink the smallest failure of each category (default 10)")
+    r.set_defaults(run=cmd_conformance_run)
+    s = actions.add_parser("serve", help="this project's parser as a target (what the kit expects)")
+    s.set_defaults(run=cmd_conformance_serve)
+
+
+def _seconds(text: str) -> float:
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def cmd_conformance_export(args) -> int:
+    from gemma4_lark.conformance import export
+
+    counts = export(args.directory)
+    print(f"wrote {counts['valid']} valid, {counts['invalid']} invalid and {counts['streams']} stream cases "
+          f"and manifest.json to {args.directory}")
+    return 0
+
+
+def cmd_conformance_run(args) -> int:
+    from . import conformance
+
+    if args.report:
+        try:  # a report that cannot be written is a usage error, found before the run rather than after
+            open(args.report, "a").close()
+        except OSError as err:
+            raise CommandError(f"cannot write the report {args.report}: {err.strerror or err}") from None
+
+    def progress(number, total, report):
+        if number % 100 == 0 and sys.stderr.isatty():
+            print(f"  {number}/{total} cases, {len(report.failed)} failed", file=sys.stderr, flush=True)
+
+    try:
+        report = conformance.run(args.target, timeout=args.timeout, startup=args.startup, seed=args.seed,
+                                 generated=args.generated, mutated=args.mutated, shrink_seconds=args.shrink_seconds,
+                                 progress=progress)
+    except conformance.TargetDoesNotRun as err:
+        raise CommandError(f"the target {args.target!r} answered no case: {err}") from None
+    if args.report:
+        with open(args.report, "w", encoding="utf-8") as f:
+            json.dump(report.to_dict(), f, ensure_ascii=False, indent=1)
+            f.write("\n")
+    print(conformance.summary(report))
+    if args.report:
+        print(f"\nfull report: {args.report}")
+    return 1 if report.failed else 0
+
+
+def cmd_conformance_serve(args) -> int:
+    from . import conformance
+
+    stdin = sys.stdin
+    if stdin is None:
+        raise CommandError("standard input is closed")
+    conformance.serve(stdin, sys.stdout)
+    return 0

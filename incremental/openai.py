@@ -9,28 +9,35 @@ One mapping, used both ways (docs/serving.md):
 - a block that failed (`tool_call_error`) is never a call: its raw text stays in `content` where the
   model wrote it, and it is listed in `tool_call_errors` (`index` = its position in that list).
 
-`OpenAIStream` streams the same. With `stream_arguments=False` a call goes out when its block has
-been decoded: its header delta (`index`, `id`, `type`, `function.name`, `arguments: ""`), then its
-arguments in one fragment; nothing of a failed block is sent as a call. With `stream_arguments=True`
-the header goes out at `tool_call_start` and the arguments as the grammar accepts them
+`OpenAIStream` streams the same. By default (`stream_arguments=False`) a call goes out when its
+block has been decoded: its header delta (`index`, `id`, `type`, `function.name`, `arguments: ""`),
+then its arguments in one fragment; nothing of a failed block is sent as a call, so every entry a
+client accumulates is a call it can run, complete JSON. With `stream_arguments=True` (opt-in) the
+header goes out at `tool_call_start` and the arguments as the grammar accepts them
 (`arguments.ArgumentStream`), the closing `}` only once the call is decoded; a block that then
-fails leaves its entry void (an `error` key, arguments never complete JSON). `index` counts the
-calls sent, 0, 1, 2... with no gap. Accumulating the chunks (as the OpenAI SDK does) gives exactly
-`to_openai_message` of the same output, whatever the chunking, besides each streamed entry's
-`index` and the void entries.
+fails (or that the lenient decoder reads otherwise than what was streamed) leaves its entry void
+(an `error` key, arguments never complete JSON), which a client must skip: clients cannot retract
+what was streamed (docs/serving.md). A repeated key is streamed as written, twice: the JSON reads
+(last value wins) as the decoded call. `index` counts the calls sent, 0, 1, 2... with no gap.
+Accumulating the chunks (as the OpenAI SDK does) gives exactly `to_openai_message` of the same
+output, whatever the chunking, besides each streamed entry's `index`, the void entries, and a
+repeated key's second statement.
 """
 
 from __future__ import annotations
 
 import secrets
 import time
-from typing import Any
+import json
+from typing import TYPE_CHECKING, Any, Sequence
 
 from gemma4_lark.events import Event, Text, ThinkingDelta, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart
 from .arguments import ArgumentStream
-from .output import ParsedOutput
 from .parser import StreamParser
 from .pieces import COMPACT_EVERY, Pieces
+
+if TYPE_CHECKING:  # (output.py imports this module: ParsedOutput.to_openai is to_openai_message)
+    from .output import ParsedOutput
 
 __all__ = ["OpenAIStream", "to_openai_message", "tool_call_error_entry"]
 
@@ -45,7 +52,7 @@ def tool_call_error_entry(error: ToolCallError, position: int) -> dict[str, Any]
             "name": error.name, "partial": error.partial}
 
 
-def to_openai_message(parsed: ParsedOutput) -> dict[str, Any]:
+def to_openai_message(parsed: "ParsedOutput") -> dict[str, Any]:
     """The output as an OpenAI chat-completions assistant message: `role`, `content` (None when
     empty), `reasoning_content` when there was any thought, `tool_calls` when there was any call,
     `tool_call_errors` when any block failed. Raises nothing."""
@@ -67,7 +74,8 @@ class OpenAIStream:
     `feed(delta_text)` returns the chunks that the text completes (possibly none); `flush()` ends
     the stream, its last chunk carrying `finish_reason` ("tool_calls" when a call went out complete, else
     "stop"). The first chunk's delta carries `role: "assistant"`. `stream_arguments`: send a call's
-    arguments while they are written (True) or whole once the call is decoded (False); see the
+    arguments while they are written (True, opt-in) or whole once the call is decoded (False, the
+    default); see the
     module's docstring and docs/serving.md for what each sends of a failed block. Thoughts go in
     `delta[reasoning_field]` ("reasoning_content" as vLLM, SGLang and DeepSeek send them;
     "reasoning" as others do). Raises TypeError for a parser that is not a StreamParser or a
@@ -79,7 +87,7 @@ class OpenAIStream:
     matter (or at `flush`), so `parser` may lag behind the stream; its events are the same.
     """
 
-    def __init__(self, parser: StreamParser, *, stream_arguments: bool = True, reasoning_field: str = "reasoning_content",
+    def __init__(self, parser: StreamParser, *, stream_arguments: bool = False, reasoning_field: str = "reasoning_content",
                  model: str = "gemma-4", completion_id: str | None = None, created: int | None = None):
         if not isinstance(parser, StreamParser):
             raise TypeError(f"parser must be a StreamParser, not {type(parser).__name__}")
@@ -129,12 +137,17 @@ class OpenAIStream:
     def model(self) -> str:
         return self._chunk_head["model"]
 
-    def feed(self, delta_text: str) -> list[dict[str, Any]]:
-        """The chunks `delta_text` completes. Raises what `StreamParser.feed` raises (TypeError for
-        a non-str, RuntimeError after flush)."""
+    def feed(self, delta_text: str, token_ids: Sequence[int] | None = None) -> list[dict[str, Any]]:
+        """The chunks `delta_text` completes. `token_ids`: the delta's ids, for a parser made by
+        `StreamParser.for_tokenizer` (markers by id; docs/streaming.md#token-ids). Raises what
+        `StreamParser.feed` raises (TypeError for a non-str, ValueError for ids a parser cannot
+        take, RuntimeError after flush)."""
+        marks = None
+        if token_ids is not None:  # the delta's text as reconstructed from its text and ids
+            delta_text, marks = self.parser._align(delta_text, token_ids)
         arguments = self._open
         if arguments is None:  # no call being streamed (always so with stream_arguments=False)
-            events = self.parser.feed(delta_text)
+            events = self.parser.feed(delta_text) if marks is None else self.parser._feed_aligned(delta_text, marks)
             if self.stream_arguments:
                 start = self._fed  # (stream offsets serve argument streaming only)
                 self._fed = start + len(delta_text)
@@ -155,7 +168,7 @@ class OpenAIStream:
                         "finish_reason": None, "logprobs": None}]
                     return [chunk]
             return self._chunks(events, delta_text, start)
-        if type(delta_text) is str and self._fed + len(delta_text) <= self._open_limit:
+        if not marks and type(delta_text) is str and self._fed + len(delta_text) <= self._open_limit:
             fragment = arguments.feed_content(delta_text)
             if fragment is not None:
                 # The common case while a call is written: the delta is all content of one of its
@@ -176,7 +189,7 @@ class OpenAIStream:
                     {"index": self._open_index, "function": {"arguments": fragment}}]},
                     "finish_reason": None, "logprobs": None}]
                 return [chunk]
-        events = self._parser_feed(delta_text)
+        events = self._parser_feed(delta_text, marks)
         start = self._fed
         self._fed = start + len(delta_text)
         if not events:
@@ -188,13 +201,15 @@ class OpenAIStream:
                                 None)]
         return self._chunks(events, delta_text, start)
 
-    def _parser_feed(self, text: str) -> list[Event]:
-        """The parser's events for `text`, after the text held back from it (`feed`)."""
+    def _parser_feed(self, text: str, marks: tuple[int, ...] | None = None) -> list[Event]:
+        """The parser's events for `text` (its markers at `marks` in token mode), after the text
+        held back from it (`feed`; string content with no marker id in token mode)."""
         held = self._held
         if held is None:
-            return self.parser.feed(text)
+            return self.parser.feed(text) if marks is None else self.parser._feed_aligned(text, marks)
         self._held = None
-        return self.parser.feed(held.text()) + self.parser.feed(text)
+        parser = self.parser
+        return parser._feed_aligned(held.text(), None if parser._marks is None else ()) + parser._feed_aligned(text, marks)
 
     def flush(self) -> list[dict[str, Any]]:
         """The end of the stream: the chunks of what the parser still held, then the final chunk.
@@ -321,18 +336,25 @@ class OpenAIStream:
 
     def _end_call(self, deltas: list, end: ToolCallEnd) -> None:
         """The streamed call is decoded: the rest of its JSON goes out, with a recovered call's
-        marks. When what was sent is not how the decoded call begins (a repeated key, or a block
-        the lenient decoder read otherwise), the streamed entry is void (marked `error`; its JSON
-        never closed) and the call goes out whole under the next index."""
+        marks. A repeated key was sent again as written: the JSON then reads (last value wins) as
+        the decoded call, and the entry stands. When what was sent is neither how the decoded call
+        begins nor reads as it (a block the lenient decoder read otherwise, a repeated key after
+        the stream stopped), the streamed entry is void (marked `error`; its JSON never closed) and
+        the call goes out whole under the next index."""
         index = self._open_index
-        sent = self._open.sent
+        stream = self._open
+        sent = stream.sent
         self._open = None
         entry = end.to_openai()
         arguments = entry["function"]["arguments"]
-        if not arguments.startswith(sent):
+        if stream.repeated and stream.closed and not stream.stopped and _reads_as(sent + "}", arguments):
+            # a repeated key, sent again as the model wrote it: the JSON states the key twice and
+            # reads (last value wins) as the decoded call, so the entry stands
+            arguments = sent + "}"
+        elif not arguments.startswith(sent):
             deltas.append({"tool_calls": [_void(index, (
-                "the arguments streamed so far are not those of the decoded call (a repeated key, or a"
-                " block read by the lenient decoder): this entry is void, the call follows whole"))]})
+                "the arguments streamed so far are not those of the decoded call (a block read by the"
+                " lenient decoder): this entry is void, the call follows whole"))]})
             deltas.extend(self._call_deltas(end))
             return
         last: dict[str, Any] = {"index": index, "function": {"arguments": arguments[len(sent):]}}
@@ -349,6 +371,15 @@ class OpenAIStream:
         chunk = self._chunk_head.copy()
         chunk["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}]
         return chunk
+
+
+def _reads_as(streamed: str, arguments: str) -> bool:
+    """Whether the streamed JSON, read as every JSON reader reads a repeated key (the last value
+    wins), is the decoded call's `arguments` exactly (types, numbers and key order alike)."""
+    try:
+        return json.dumps(json.loads(streamed), ensure_ascii=False) == arguments
+    except ValueError:
+        return False
 
 
 def _void(index: int, error: str) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import Any, Iterable, Iterator
 
 from gemma4_lark.diagnostics import Diagnostic
 from gemma4_lark.events import Event, Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError
+from .openai import to_openai_message
 from .parser import StreamParser
 
 
@@ -45,7 +46,6 @@ class ParsedOutput:
         in `content` where the model wrote it, and it is listed in `tool_call_errors`; a recovered
         call is in `tool_calls` marked `"recovered": true` with its diagnostics.
         """
-        from .openai import to_openai_message  # the one implementation; it imports this module
         return to_openai_message(self)
 
 

@@ -17,6 +17,7 @@ kept at all once its deltas are out (`ThinkingEnd` carries no text).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import secrets
@@ -28,15 +29,17 @@ from gemma4_lark.diagnostics import Diagnostic, LineIndex
 from gemma4_lark.errors import GemmaSyntaxError
 from gemma4_lark.parser import parse_lossless_call
 from gemma4_lark.reference import decode_calls, failure_code
-from gemma4_lark.schema.lexeme import plain
+from gemma4_lark.schema.lexeme import Scalar, plain
 from gemma4_lark.schema.registry import ToolRegistry, compile_tools
 from gemma4_lark.tools import read_tool_choice
 from gemma4_lark.grammar import terminal_pattern
 from gemma4_lark.model import ThoughtPrefill, ToolResponse
+from gemma4_lark.render.safety import CONTROL
 
 from gemma4_lark.events import (
     Event, Stop, StrayMarkup, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
 )
+from .token_ids import TokenMarkers
 
 # States. _STRING is inside a `<|"|>` string of a call block, where only the delimiter counts;
 # _BARE_STRING inside a string of a bare block, where a real `<|tool_call>` ends the block too.
@@ -82,20 +85,19 @@ def _scan_table(parse_thinking: bool, strict: bool = False) -> dict:
     at once), every proper prefix of a marker (what may be held back), and the longest marker's
     length. Built once per setting, not per parser: a server makes a parser per response.
 
-    Not strict, the stray markup is found too (docs/leniency.md#stray-markup): in text a closer
-    with nothing open, `<channel|>` or `<tool_call|>`, and a channel opener without its label; in
-    a thought, any channel opener. The longest marker is still a thought opener, so the hold-back
-    stays as short as it was."""
-    lenient = not strict
+    The stray markup is found too (docs/leniency.md#stray-markup), strict or not: in text a
+    closer with nothing open, `<channel|>` or `<tool_call|>`, and a channel opener without its
+    label (not strict it opens a thought; strict it is stray); in a thought, any channel opener.
+    The longest marker is still a thought opener, so the hold-back stays as short as it was.
+    (`strict` no longer changes the table; the argument stays for its callers.)"""
     text_markers = (tokens.TOOL_CALL_OPEN,) + _STOPS
     thinking_markers = (tokens.CHANNEL_CLOSE, tokens.TOOL_CALL_OPEN) + _STOPS
     if parse_thinking:
         text_markers += _THOUGHT_OPENERS
-    if lenient:
-        text_markers += (tokens.TOOL_CALL_CLOSE,)
-        thinking_markers += _CHANNEL_OPENERS
-        if parse_thinking:
-            text_markers += (tokens.CHANNEL_OPEN, tokens.CHANNEL_CLOSE)
+    text_markers += (tokens.TOOL_CALL_CLOSE,)
+    thinking_markers += _CHANNEL_OPENERS
+    if parse_thinking:
+        text_markers += (tokens.CHANNEL_OPEN, tokens.CHANNEL_CLOSE)
     markers_of = {
         _TEXT: _by_length(text_markers),
         _THINKING: _by_length(thinking_markers),
@@ -122,6 +124,9 @@ class StreamParser:
     `max_block_chars` and `max_depth` (bounds on one call block), `tools` (the request's tools,
     OpenAI-wrapped or bare function schemas: calls are decoded against them) and `tool_choice`
     ("none", "auto", "required" or a function); docs/schema.md says what these two change.
+    `lossy_recovery`: accept a recovered call whose reading leaves some of the model's text out of
+    its arguments (a key without a value, words after the object); by default such a block is a
+    `tool_call_error` (code `lossy`) carrying the `partial` arguments (docs/leniency.md).
     Whole-output findings (`tool_choice` "required" and no call) are in `diagnostics` after
     `flush()`.
 
@@ -131,8 +136,10 @@ class StreamParser:
 
     def __init__(self, *, parse_thinking: bool = True, start_in_thinking: bool = False, strict: bool = False,
                  id_factory=None, max_block_chars: int = 4 * 1024 * 1024, max_depth: int = 512,
-                 tools: Sequence[Any] | ToolRegistry | None = None, tool_choice: Any = None):
+                 tools: Sequence[Any] | ToolRegistry | None = None, tool_choice: Any = None,
+                 lossy_recovery: bool = False):
         self._registry = compile_tools(tools)
+        self.lossy_recovery = lossy_recovery
         self._choice = read_tool_choice(tool_choice, self._registry.tools if self._registry is not None else ())
         self.diagnostics: list[Diagnostic] = []  # whole-output findings, complete after flush()
         self._calls_made = 0    # tool_call_end events so far
@@ -168,6 +175,16 @@ class StreamParser:
         # meant to write first). Set only with `_armed`, so the fast path of feed() never skips it.
         self._unlabelled = False
         self._label_due = False
+        # where the last call block ended, moved on over whitespace-only text after it: a cut opener
+        # there at the end of the stream is stray markup (flush)
+        self._after_block = -1
+        # Token mode (`for_tokenizer`): the tokenizer's marker ids, and the stream offsets where a
+        # marker's special token starts; a `<` anywhere else is text. None: markers by text.
+        self._markers: TokenMarkers | None = None
+        self._marks: set[int] | None = None
+        self._marker_ids: frozenset[int] = frozenset()
+        self._mask = ""         # while a block is decoded: what stands for the `<` of spelled markers
+        self._carry: tuple[int, ...] = ()  # ids of a character not complete when the last delta ended
         if start_in_thinking and parse_thinking:
             self._state = _THINKING
             self._start_events = [ThinkingStart((0, 0))]
@@ -185,14 +202,23 @@ class StreamParser:
         `options` are StreamParser's, except `start_in_thinking`, which is inferred. Raises
         `TypeError` when `prompt` is not a str or `start_in_thinking` is given, `ValueError` when the
         prompt does not end in an open model turn (no generation prompt; a model turn the template
-        closed after tool results, with the message's text after them, counts as open), and `GemmaSyntaxError`
-        (with its position) when the grammar rejects the prompt.
+        closed after tool results, with the message's text after them, counts as open) or ends
+        inside a call block, and `GemmaSyntaxError` (with its position) when the grammar rejects
+        the prompt before its last model turn.
+
+        An assistant prefill (`continue_final_message`: the open model turn holds the start of an
+        answer, cut anywhere) is read as model output: ending inside a thought
+        (`<|channel>thought\nLet me`), the output starts inside it; ending in text, in text.
         """
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be str, not {type(prompt).__name__}")
         if "start_in_thinking" in options:
             raise TypeError("for_prompt() infers start_in_thinking from the prompt; do not pass it")
-        turns = gemma4_lark.parse_transcript(prompt).turns
+        try:
+            turns = gemma4_lark.parse_transcript(prompt).turns
+        except GemmaSyntaxError as err:
+            prefilled = cls._prefill_state(prompt, err, options)
+            return cls(start_in_thinking=prefilled, **options)
         last = turns[-1] if turns else None
         # The official template closes a model turn whose message had both calls and text (the
         # text goes after the results) and writes no new turn: the model goes on from there, after
@@ -205,14 +231,84 @@ class StreamParser:
         prefilled = bool(last.parts) and isinstance(last.parts[-1], ThoughtPrefill)
         return cls(start_in_thinking=prefilled, **options)
 
-    def feed(self, chunk: str) -> list[Event]:
-        """Events that `chunk` completes (possibly none).
+    @classmethod
+    def _prefill_state(cls, prompt: str, err: GemmaSyntaxError, options: dict) -> bool:
+        """A prompt the grammar rejects inside its last, open model turn: the assistant prefill
+        (`continue_final_message`) is model output, cut anywhere, so it is read as the output is,
+        by a parser of these options, and the output starts where that parser stands at its end:
+        True inside a thought, False in text. Inside a call block it cannot start (the block's
+        beginning is in the prompt, and a call is decoded whole): a ValueError. Any other
+        rejection is `err`, raised again."""
+        opener = tokens.TURN_OPEN + "model\n"
+        body = prompt.rfind(opener)
+        if body < 0 or err.pos < body + len(opener):
+            raise err
+        body += len(opener)
+        head = gemma4_lark.parse_transcript(prompt[:body]).turns  # (raises for a head that is wrong too)
+        if not head or head[-1].role != "model" or head[-1].closed:
+            raise err
+        reader = cls(parse_thinking=options.get("parse_thinking", True), strict=options.get("strict", False))
+        reader.feed(prompt[body:])
+        if reader._state is _THINKING:
+            return True
+        if reader._state is not _TEXT:
+            raise ValueError(
+                f"the prompt's assistant prefill ends inside a tool call (its {tokens.TOOL_CALL_OPEN} at offset"
+                f" {body + (reader._block_start)}): a call is parsed whole, so the output cannot start in the middle"
+                f" of one; end the prefill before {tokens.TOOL_CALL_OPEN} or after {tokens.TOOL_CALL_CLOSE}")
+        return False
+
+    @classmethod
+    def for_tokenizer(cls, tokenizer: Any, **options) -> "StreamParser":
+        """A parser that reads markers by token id: `feed(text, token_ids=ids)` (docs/streaming.md#token-ids).
+        Only a marker's special token is a marker, whether or not its text is in the delta;
+        the same characters written with ordinary tokens are text (kept in the content, the
+        thought or the call's string). Ids whose text a delta lacks are decoded with `tokenizer`.
+        Without a `<|tool_call>` token there is no call, so a bare `call:NAME{` is never guessed
+        to be one. `feed(text)` without ids reads that delta's markers by text, as ever.
+
+        `tokenizer` needs `convert_tokens_to_ids(token)` (or `token_to_id`) and
+        `decode(ids, skip_special_tokens=...)`, as Hugging Face's have; each marker's id is read
+        once per tokenizer. `options` are StreamParser's. Raises TypeError for a tokenizer without them,
+        ValueError for one with no single token for `<|tool_call>`, `<tool_call|>` or `<|"|>`,
+        and what StreamParser raises.
+        """
+        parser = cls(**options)
+        parser._markers = TokenMarkers.of(tokenizer)
+        parser._marks = set()
+        parser._marker_ids = parser._markers.ids
+        parser._armed = False  # a missing opener is in the ids: nothing to guess
+        return parser
+
+    def feed(self, chunk: str, token_ids: Sequence[int] | None = None) -> list[Event]:
+        """Events that `chunk` completes (possibly none). `token_ids`: the ids the delta's text
+        came from, for a parser made by `for_tokenizer`; spans then index the text as
+        reconstructed from both (docs/streaming.md#token-ids).
 
         Problems in the text become events, never exceptions. Raises `TypeError` when `chunk` is
-        not a str and `RuntimeError` after `flush()`.
+        not a str, `ValueError` for `token_ids` given to a parser not made by `for_tokenizer`,
+        and `RuntimeError` after `flush()`.
         """
         if type(chunk) is not str:
             raise TypeError(f"chunks must be str, not {type(chunk).__name__}")
+        if token_ids is not None or self._marks is not None:
+            # Token mode. The common delta: text and no marker id, nothing held back: text,
+            # thought or block content as a whole, whatever it spells (inlined: this runs per token)
+            if (chunk and token_ids is not None and self._marks is not None and self._marker_ids.isdisjoint(token_ids)
+                    and not self._pending
+                    and not self._start_events and not self._label_due and not self._finished and not self._oversized):
+                self._carry = ()
+                start = self._pos
+                end = self._pos = start + len(chunk)
+                state = self._state
+                if state is _TEXT:
+                    return [Text(chunk, (start, end))]
+                if state is _THINKING:
+                    return [ThinkingDelta(chunk, (start, end))]
+                events = []
+                self._add_to_block(chunk, start, events)
+                return events
+            return self._feed_ids(chunk, token_ids)
         if self._finished:
             raise RuntimeError("feed() after flush(): the stream is over")
         # Fast path, most chunks of most streams: nothing held back and no `<` in sight, so the
@@ -227,37 +323,144 @@ class StreamParser:
             end = self._pos = start + len(chunk)
             state = self._state
             if state is _TEXT:
+                if start == self._after_block and chunk.isspace():
+                    self._after_block = end
                 return [Text(chunk, (start, end))]
             if state is _THINKING:
                 return [ThinkingDelta(chunk, (start, end))]
             events = []
             self._add_to_block(chunk, start, events)
             return events
+        return self._scan_chunk(chunk)
+
+    def _feed_ids(self, chunk: str, token_ids: Sequence[int] | None) -> list[Event]:
+        """feed() in token mode."""
+        markers = self._markers
+        if markers is None:
+            raise ValueError("token_ids need a parser made by StreamParser.for_tokenizer(tokenizer)")
+        if token_ids is None:
+            return self._feed_aligned(chunk, None)
+        return self._feed_aligned(*self._align(chunk, token_ids))
+
+    def _align(self, chunk: str, token_ids: Sequence[int]) -> tuple[str, tuple[int, ...]]:
+        """(the delta's text as reconstructed, where its markers' special tokens start)."""
+        if self._markers is None:
+            raise ValueError("token_ids need a parser made by StreamParser.for_tokenizer(tokenizer)")
+        if type(chunk) is not str:
+            raise TypeError(f"chunks must be str, not {type(chunk).__name__}")
+        text, marks, self._carry = self._markers.align(chunk, token_ids, self._carry)
+        return text, marks
+
+    def _feed_aligned(self, chunk: str, marks: tuple[int, ...] | None) -> list[Event]:
+        """feed() of a chunk whose markers' offsets in it are `marks` (token mode), or None: read
+        its markers by text (in token mode, every `<` of it may start one)."""
+        if self._marks is None:  # (a parser not made by for_tokenizer: marks are None)
+            return self.feed(chunk)
+        if self._finished:
+            raise RuntimeError("feed() after flush(): the stream is over")
+        known = self._marks
+        at = self._pos + len(self._pending)
+        if marks is None:  # markers by text: every `<` may start one
+            find = chunk.find
+            k = find("<")
+            while k != -1:
+                known.add(at + k)
+                k = find("<", k + 1)
+        elif marks:
+            known.update(at + m for m in marks)
+        if not self._pending and not self._start_events and not self._label_due and (marks == () or "<" not in chunk):
+            # no marker in the chunk: text, thought or block content as a whole, whatever it
+            # spells (no bare block opens in token mode)
+            return self._plain(chunk)
+        return self._scan_chunk(chunk)
+
+    def _plain(self, chunk: str) -> list[Event]:
+        """A chunk that holds no marker, with nothing held back: text, thought or block content."""
+        if not chunk:
+            return []
+        start = self._pos
+        end = self._pos = start + len(chunk)
+        state = self._state
+        if state is _TEXT:
+            return [Text(chunk, (start, end))]
+        if state is _THINKING:
+            return [ThinkingDelta(chunk, (start, end))]
+        events: list[Event] = []
+        self._add_to_block(chunk, start, events)
+        if self._oversized and self._marks:
+            self._forget_marks()
+        return events
+
+    def _scan_chunk(self, chunk: str) -> list[Event]:
         events = self._start_events
         if events:
             self._start_events = []
         else:
             events = []
         self._scan(self._pending + chunk, events, final=False)
+        if self._marks:
+            self._forget_marks()
         return events
+
+    def _forget_marks(self) -> None:
+        """Drop the marks no scan or block needs again: behind what is held back, and behind the
+        open block's start unless it is too large to decode (memory stays bounded). Each mark
+        is dropped once; in an open block they are kept until it ends."""
+        state = self._state
+        if state is _TEXT or state is _THINKING:
+            keep = self._pos
+        elif self._oversized:
+            keep = self._pos
+        else:
+            return
+        self._marks = {m for m in self._marks if m >= keep}
 
     def flush(self) -> list[Event]:
         """The end of the stream: release what was held back and close what is open. Raises
         nothing; a second call returns []."""
         if self._finished:
             return []
-        events = self._start_events
+        early: list[Event] = []
+        if self._carry:  # the bytes of a character the stream never completed: as the whole text has them
+            carry, self._carry = self._carry, ()
+            early = self._feed_aligned(self._markers._decode(list(carry), skip_special_tokens=False), ())
+        events = early + self._start_events
         self._start_events = []
-        self._scan(self._pending, events, final=True)
+        pending = self._pending
+        if (pending and self._state is _TEXT and self._pos == self._after_block and not self.strict
+                and len(pending) >= 2 and tokens.TOOL_CALL_OPEN.startswith(pending)):
+            # the stream ends on a cut opener right after a call (`<tool_call|><|tool_c`): the
+            # marker of a further call the model never wrote; markup, not text (docs/leniency.md)
+            events.append(StrayMarkup(pending, (self._pos, self._pos + len(pending))))
+            self._pos += len(pending)
+            pending = self._pending = ""
+        self._scan(pending, events, final=True)
         if self._state is _STRING and not self.strict:
             self._end_at_closer_in_open_string(events)
         self._finished = True
         if self._state == _THINKING:
             self._end_thinking(events, self._pos, self._pos)
+        elif self._state is _CALL and self._empty_block_after_a_call():
+            # the same with the whole opener (`<tool_call|><|tool_call>` and nothing more): a block
+            # holding nothing is no call that could be cut off
+            opener = tokens.TOOL_CALL_OPEN
+            start = self._block_start
+            events.append(StrayMarkup(opener, (start, start + len(opener))))
+            if self._pos > start + len(opener):
+                events.append(Text("".join(self._block)[len(opener):], (start + len(opener), self._pos)))
+            self._state = _TEXT
+            self._block = []
         elif self._state in (_CALL, _STRING, _BARE_STRING):
             self._end_block(events, self._pos, closed=False, at_end=True)
         self._check_output()
         return events
+
+    def _empty_block_after_a_call(self) -> bool:
+        """At the end of the stream (not strict): the open block is only its `<|tool_call>` and
+        whitespace, and it opened right after a call block (whitespace aside)."""
+        if self.strict or self._bare or self._oversized or self._block_start != self._after_block:
+            return False
+        return self._block_size <= _MAX_HEAD and "".join(self._block).rstrip(" \t\r\n") == tokens.TOOL_CALL_OPEN
 
     def _check_output(self) -> None:
         """The whole-output check of `tool_choice`: "required" (or a named function) and no call.
@@ -304,6 +507,7 @@ class StreamParser:
         n = len(data)
         last = n - 1
         find = data.find
+        marks = self._marks  # token mode: only a `<` at one of these may start a marker
         while i < n:
             if self._label_due:
                 label = _LATE_LABEL
@@ -354,7 +558,7 @@ class StreamParser:
                 j = find("<", i)
                 found = None
                 while j != -1:
-                    if j == last or data[j + 1] in by_second:
+                    if (j == last or data[j + 1] in by_second) and (marks is None or base + j in marks):
                         found = self._match(data, j, by_second, prefixes, longest, final)
                         if found is not None:
                             break
@@ -430,6 +634,8 @@ class StreamParser:
         """data[i:j] (not empty) holds no marker: emit it or add it to the open block."""
         state = self._state
         if state == _TEXT:
+            if base + i == self._after_block and data[i:j].isspace():
+                self._after_block = base + j
             events.append(Text(data[i:j], (base + i, base + j)))
         elif state == _THINKING:
             events.append(ThinkingDelta(data[i:j], (base + i, base + j)))
@@ -482,15 +688,18 @@ class StreamParser:
             if state is _THINKING:
                 self._end_thinking(events, start, end)
                 self._label_due, self._unlabelled = self._unlabelled, False
-            else:  # nothing open to close (the strict table has no closer in text)
+            else:  # nothing open to close
                 events.append(StrayMarkup(marker, (start, end)))
-            self._armed = not self.strict  # either way the model takes itself to be after a thought
+            # either way the model takes itself to be after a thought (in token mode a missing
+            # opener is in the ids: no bare call is guessed)
+            self._armed = not self.strict and self._marks is None
             return j + len(marker)
-        if marker == tokens.TOOL_CALL_CLOSE or state is _THINKING:
-            # not strict: a `<tool_call|>` with no block open, or a channel opener inside a thought
+        if marker == tokens.TOOL_CALL_CLOSE or state is _THINKING or self.strict and marker == tokens.CHANNEL_OPEN:
+            # a `<tool_call|>` with no block open, a channel opener inside a thought, or (strict,
+            # where only a labelled channel is a thought) an unlabelled `<|channel>`
             events.append(StrayMarkup(marker, (start, end)))
             return j + len(marker)
-        # a channel opener, in text (an unlabelled `<|channel>` only when not strict)
+        # a channel opener, in text (an unlabelled `<|channel>` only when not strict: see above)
         self._unlabelled = marker == tokens.CHANNEL_OPEN
         events.append(ThinkingStart((start, end)))
         self._state = _THINKING
@@ -507,6 +716,9 @@ class StreamParser:
             return
         raw = "".join(self._block)
         at = raw.find(tokens.TOOL_CALL_CLOSE, self._string_start - self._block_start)
+        if self._marks is not None:  # token mode: the closer's special token, not its spelling
+            while at >= 0 and self._block_start + at not in self._marks:
+                at = raw.find(tokens.TOOL_CALL_CLOSE, at + 1)
         if at < 0:
             return
         end = at + len(tokens.TOOL_CALL_CLOSE)
@@ -627,17 +839,41 @@ class StreamParser:
                 f"block exceeds {self.max_block_chars} characters ({self._block_size}); raw holds the first"
                 f" {self.max_block_chars}", span, code="too-large"))
             return
+        self._mask = self._mask_for(raw) if self._marks is not None else ""
         try:
-            decoded = self._decode(raw, closed, at_end, bare, span)
+            if self._mask:
+                decoded = [_respell(event, self._mask) for event in self._decode(
+                    _spelled_out(raw, self._block_start, self._marks, self._mask), closed, at_end, bare, span)]
+            else:
+                decoded = self._decode(raw, closed, at_end, bare, span)
         except Exception as exc:  # noqa: BLE001 - a decoder's bug must not lose the stream
             decoded = [ToolCallError(self._block_id, self._call_count, raw,
                                      f"the block could not be decoded ({type(exc).__name__}: {str(exc)[:200]})", span,
                                      code="internal")]
+        self._mask = ""
         for event in decoded:
             if isinstance(event, (ToolCallEnd, ToolCallError)):
                 self._call_count += 1
                 self._calls_made += type(event) is ToolCallEnd
         events.extend(decoded)
+        self._after_block = end
+
+    def _mask_for(self, raw: str) -> str:
+        """Token mode: when the block holds a control token written with ordinary tokens, a
+        character the block does not hold, to stand for the `<` of each such spelling while the
+        decoders read it (so they read it as text); "" when there is none."""
+        marks, base = self._marks, self._block_start
+        at = raw.find("<")
+        while at != -1:
+            if base + at not in marks and CONTROL.match(raw, at):
+                break
+            at = raw.find("<", at + 1)
+        else:
+            return ""
+        for code in range(0xE000, 0xF900):  # private use: one absent from the block is soon found
+            if chr(code) not in raw:
+                return chr(code)
+        return ""  # (cannot happen below 6,400 distinct private-use characters in one block)
 
     def _next_index(self) -> int:
         index = self._call_count
@@ -656,11 +892,12 @@ class StreamParser:
         lossless = self._registry is not None
         syntax = None
         if closed and not bare:
+            duplicates: list = []
             try:
                 if lossless:
-                    call = parse_lossless_call(raw, max_depth=self.max_depth)
+                    call = parse_lossless_call(raw, max_depth=self.max_depth, duplicates=duplicates)
                 else:
-                    call = gemma4_lark.parse_call(raw, max_depth=self.max_depth)
+                    call = gemma4_lark.parse_call(raw, max_depth=self.max_depth, duplicates=duplicates)
             except GemmaSyntaxError as err:
                 message = str(err).split("\n", 1)[0]
                 if self.strict or err.code == "too-deep":
@@ -671,6 +908,12 @@ class StreamParser:
                 if "<escape>" in raw:  # valid, but FunctionGemma's delimiter: say so
                     _, _, read = decode_calls(raw, max_depth=self.max_depth)[0]
                     warnings = [d for d in read.diagnostics if d.code == "functiongemma-escape"]
+                if duplicates:  # valid, and the last value wins (SPEC); the call says so, as validate() does
+                    lines = LineIndex(raw)
+                    warnings = sorted(warnings + [
+                        Diagnostic("warning", "duplicate-key", f"duplicate key `{key[:40]}`: the last value wins",
+                                   *lines.line_and_column(pos), pos) for key, pos in duplicates],
+                        key=lambda d: d.pos)
                 return [self._finish(self._block_id, index, call.name, call.arguments, raw, warnings, False, span)]
         segments = decode_calls(raw, max_depth=self.max_depth, lossless=lossless,
                                 hints=self._registry.hints if lossless else None)
@@ -696,13 +939,22 @@ class StreamParser:
                 errors = [d.message for d in decoded.diagnostics if d.severity == "error"]
                 problem = syntax.message if syntax else (errors[0] if errors else f"no `{tokens.CALL_KEYWORD}NAME` head")
                 code = failure_code(decoded.diagnostics)
-            elif not closed:  # every call of the block, not only its last: they share its fate
+            elif not closed and (at_end and not bare or not decoded.complete):
+                # every call of the block, not only its last: they share its fate
                 code = "unclosed"
                 if at_end and not bare:
                     problem = (f"the block is not closed by {tokens.TOOL_CALL_CLOSE} when the stream ends: it may"
                                " be cut off")
-                elif not decoded.complete:
+                else:
                     problem = f"the block is not closed by {tokens.TOOL_CALL_CLOSE}, and its arguments are cut off"
+            elif decoded.lossy and not self.lossy_recovery:
+                # the reading left some of the model's text out of the arguments: not a call to run
+                # as if it said all the model wrote (docs/leniency.md#lossy-recoveries)
+                dropped = next((d for d in decoded.diagnostics if d.code in ("missing-value", "text-after-object")),
+                               None)
+                problem = ("the lenient reading leaves text the model wrote out of the arguments"
+                           + (f" ({dropped.message})" if dropped else "") + "; lossy_recovery=True accepts it")
+                code = "lossy"
             if problem is None:
                 out.append(self._finish(call_id, index + number, decoded.call.name, decoded.call.arguments, part,
                                         diagnostics, True, where))
@@ -719,6 +971,8 @@ class StreamParser:
         (`unknown-tool`, `tool-choice`) or, strict, its arguments violate the tool's schema.
         `arguments` are lossless (scalars as `Scalar`s) when tools are given; positions are
         offsets into `raw`."""
+        if self._mask:  # the schema checks the call as written
+            arguments = _respelled(arguments, self._mask)
         refusal = self._refusal(name)
         if refusal is not None:
             code, message = refusal
@@ -732,3 +986,69 @@ class StreamParser:
         if violations and self.strict:
             return ToolCallError(call_id, index, raw, violations[0].message, span, name, typed, diagnostics, "schema")
         return ToolCallEnd(call_id, index, name, typed, raw, diagnostics, recovered, span)
+
+
+def _spelled_out(raw: str, base: int, marks: set, mask: str) -> str:
+    """`raw` (the block from stream offset `base`) with the `<` of every control token that is not
+    a special token (not at one of `marks`) replaced by `mask`: the decoders read it as text.
+    The same length, so every position in it is one in `raw`."""
+    out = []
+    done = 0
+    at = raw.find("<")
+    while at != -1:
+        if base + at not in marks and CONTROL.match(raw, at):
+            out.append(raw[done:at])
+            out.append(mask)
+            done = at + 1
+        at = raw.find("<", at + 1)
+    out.append(raw[done:])
+    return "".join(out)
+
+
+def _respelled(value: Any, mask: str) -> Any:
+    """`value` (decoded arguments: dicts, lists, strings, `Scalar`s) with `mask` back to `<`.
+    An explicit stack: arguments nest as deep as `max_depth`."""
+    if isinstance(value, str):
+        return value.replace(mask, "<")
+    if not isinstance(value, (dict, list, Scalar)):
+        return value
+    root: list = [value]
+    stack = [(root, 0)]
+    while stack:
+        holder, key = stack.pop()
+        item = holder[key]
+        if isinstance(item, str):
+            holder[key] = item.replace(mask, "<")
+        elif isinstance(item, Scalar):
+            if isinstance(item.value, str):
+                item.value = item.value.replace(mask, "<")
+            if item.lexeme is not None:
+                item.lexeme = item.lexeme.replace(mask, "<")
+        elif isinstance(item, list):
+            stack.extend((item, k) for k in range(len(item)))
+        elif isinstance(item, dict):
+            fixed = {(k.replace(mask, "<") if isinstance(k, str) else k): v for k, v in item.items()}
+            holder[key] = fixed
+            stack.extend((fixed, k) for k in fixed)
+    return root[0]
+
+
+def _respell(event: Event, mask: str) -> Event:
+    """A decoded block's event with every `mask` back to `<`: its raw text as written, its
+    arguments, name, error and diagnostics."""
+    if not isinstance(event, (ToolCallEnd, ToolCallError, Text)):
+        return event
+    changes: dict[str, Any] = {}
+    for name in ("raw", "text", "name", "error"):
+        value = getattr(event, name, None)
+        if isinstance(value, str) and mask in value:
+            changes[name] = value.replace(mask, "<")
+    for name in ("arguments", "partial"):
+        value = getattr(event, name, None)
+        if value is not None:
+            changes[name] = _respelled(value, mask)
+    diagnostics = getattr(event, "diagnostics", None)
+    if diagnostics:
+        changes["diagnostics"] = [dataclasses.replace(d, message=d.message.replace(mask, "<")) if mask in d.message
+                                  else d for d in diagnostics]
+    return dataclasses.replace(event, **changes) if changes else event

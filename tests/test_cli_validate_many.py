@@ -22,7 +22,7 @@ def test_several_files_are_each_checked_and_summed_up(tmp_path, capsys):
     assert code == 1
     lines = out.splitlines()
     assert lines[0] == f"{bad}:1:26: error: trailing comma before `}}`"
-    assert lines[-1] == "3 file(s), 3 output(s): 2 valid, 1 invalid"
+    assert lines[-2:] == ["3 file(s), 3 output(s): 2 valid, 1 invalid", "findings by code: syntax 1"]
     code, out, _ = _run(capsys, "validate", good, good)
     assert code == 0 and out == "2 file(s), 2 output(s): 2 valid, 0 invalid\n"
 
@@ -58,6 +58,7 @@ def test_jsonl_records_default_field_and_summary(tmp_path, capsys):
         f'{path}:6: error: field "output" is an array, not a string',
         f"{path}:7: error: the record is not JSON: Expecting value at line 1 column 21",
         "1 file(s), 4 output(s): 3 valid, 1 invalid; 3 record(s) with no output to check",
+        "findings by code: syntax 1",
     ]
 
 
@@ -69,7 +70,8 @@ def test_jsonl_json_report_has_one_line_per_record_and_a_summary(tmp_path, capsy
     assert code == 1
     assert [(r["line"], r["field"], r["valid"]) for r in lines[:2]] == [(1, "output", True), (2, "output", False)]
     assert lines[1]["diagnostics"][0]["column"] == 26
-    assert lines[2] == {"summary": {"files": 1, "outputs": 2, "valid": 1, "invalid": 1, "no_output": 0, "unreadable": 0}}
+    assert lines[2] == {"summary": {"files": 1, "outputs": 2, "valid": 1, "invalid": 1, "no_output": 0, "unreadable": 0,
+                                    "codes": {"syntax": 1}}}
 
 
 def test_jsonl_field_path(tmp_path, capsys):
@@ -116,3 +118,46 @@ def test_field_without_jsonl_is_a_usage_error(tmp_path, capsys):
     path.write_text(GOOD)
     code, _, err = _run(capsys, "validate", "--field", "output", path)
     assert code == 2 and "--field picks a field of JSONL records: it needs --jsonl" in err
+
+
+def test_jsonl_mistyped_field_is_reported_once_and_counted(tmp_path, capsys):
+    path = tmp_path / "evals.jsonl"
+    path.write_text((json.dumps({"output": GOOD}) + "\n") * 1000)
+    code, out, _ = _run(capsys, "validate", "--jsonl", "--field", "outptu", path)
+    assert code == 1
+    assert out.splitlines() == [
+        f'{path}:1: error: no field "outptu" in this record',
+        f'{path}: 999 more record(s): no field "outptu" in this record',
+        "1 file(s), 0 output(s): 0 valid, 0 invalid; 1000 record(s) with no output to check",
+    ]
+
+
+def test_jsonl_tools_check_calls_and_codes_are_tallied(tmp_path, capsys):
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps([{"type": "function", "function": {
+        "name": "get_weather", "parameters": {"type": "object", "properties": {"days": {"type": "integer"}},
+                                              "required": ["days"]}}}]))
+    path = tmp_path / "evals.jsonl"
+    records = ['<|tool_call>call:get_weather{days:3}<tool_call|>', '<|tool_call>call:get_weather{days:3,days:4}<tool_call|>',
+               '<|tool_call>call:get_weather{}<tool_call|>', '<|tool_call>call:send{}<tool_call|>',
+               '<|tool_call>call:get_weather{days:3,}<tool_call|>']
+    path.write_text("".join(json.dumps({"output": r}) + "\n" for r in records))
+    code, out, _ = _run(capsys, "validate", "--jsonl", "--json", "--tools", tools, path)
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert code == 1
+    assert [r["valid"] for r in lines[:5]] == [True, True, False, False, False]
+    assert [[d["code"] for d in r["diagnostics"]] for r in lines[:5]] == [
+        [], ["duplicate-key"], ["schema"], ["unknown-tool"], ["syntax"]]
+    assert lines[5]["summary"]["codes"] == {"duplicate-key": 1, "schema": 1, "syntax": 1, "unknown-tool": 1}
+    # without --tools only the grammar is checked
+    code, out, _ = _run(capsys, "validate", "--jsonl", path)
+    assert code == 1 and out.splitlines()[-1] == "findings by code: duplicate-key 1, syntax 1"
+
+
+def test_malformed_tools_file_is_one_error_before_any_record(tmp_path, capsys):
+    tools = tmp_path / "tools.json"
+    tools.write_text('[{"type": "function", "function": {"parameters": {}}}]')
+    path = tmp_path / "evals.jsonl"
+    path.write_text(json.dumps({"output": GOOD}) + "\n")
+    code, out, err = _run(capsys, "validate", "--jsonl", "--tools", tools, path)
+    assert code == 2 and out == "" and "tools.json" in err and "name" in err and "Traceback" not in err

@@ -1,12 +1,12 @@
 """Time grows linearly with the input, on the shapes an attacker can grow.
 
 The shapes and entry points are those of `bench/adversarial_bench.py` (the benchmark prints the
-figures at sizes up to 4 MB; this runs a few shapes small). Each check times one entry point on one
-shape at n and 4n characters within one run, best of three, in CPU time (n grows until a run is
-long enough to time), and fails on a ratio a quadratic path gives (16) while allowing a linear one
-(4) a generous margin for noise. Integers are decoded exactly in O(n^1.6) up to a bound; past the
-bound, the long-digits shape only checks that the error costs linear time. No absolute
-time is asserted. To guard another entry point, add it to `ENTRY_POINTS` with the shapes it takes.
+figures at sizes up to 4 MB; this runs a few shapes small). Each guard times one entry point on one
+shape at n and 16n within one run (tests/timing.py: linear reads 16, quadratic 256, the bound is
+48), and each is shown able to fail: the same work plus a quadratic term reads over the bound.
+Integers are decoded exactly in O(n^1.6) up to a bound; past the bound, the long-digits shape only
+checks that the error costs linear time. No absolute time is asserted. To guard another entry
+point, add it to `ENTRY_POINTS` with the shapes it takes.
 """
 
 import importlib.util
@@ -15,16 +15,13 @@ import sys
 import pytest
 
 from conftest import REPO
-from timing import best_cpu_seconds
+from timing import Guard, assert_catches_quadratic, assert_linear
 
 _spec = importlib.util.spec_from_file_location("adversarial_bench", REPO / "bench" / "adversarial_bench.py")
 bench = sys.modules["adversarial_bench"] = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench)
 
-SMALL = 12_000  # characters at least; doubled until a run takes MIN_TIME, then the large size is 4x
-MIN_TIME = 0.002  # seconds: shorter runs say more about the clock than the code
-GROWTH = 4
-MAX_RATIO = 8.0  # linear: 4; quadratic: 16
+SMALL = 6_000  # characters at least; doubled until a run is long enough to time, then grown 16x
 
 # entry point (a name in bench.ENTRIES) -> the shapes (names in bench.SHAPES) it is checked on
 ENTRY_POINTS = {
@@ -40,23 +37,14 @@ ENTRY_POINTS = {
 }
 
 
-def _cpu_time(entry, case) -> float:
-    return best_cpu_seconds(lambda: entry(case))
+def _parse_guards():
+    return [Guard(f"{shape} through {entry}", bench.ENTRIES[entry], bench.SHAPES[shape], SMALL)
+            for entry, shapes in ENTRY_POINTS.items() for shape in shapes]
 
 
-@pytest.mark.parametrize("entry_name, shape", [(e, s) for e, shapes in ENTRY_POINTS.items() for s in shapes])
-def test_time_grows_linearly(entry_name, shape):
-    entry = bench.ENTRIES[entry_name]
-    size = SMALL
-    entry(bench.SHAPES[shape](size))  # warm up: parsers built, caches filled
-    while True:
-        small = bench.SHAPES[shape](size)
-        small_time = _cpu_time(entry, small)
-        if small_time >= MIN_TIME or size >= 64 * SMALL:
-            break
-        size *= 2
-    ratio = _cpu_time(entry, bench.SHAPES[shape](size * GROWTH)) / max(small_time, 1e-4)
-    assert ratio < MAX_RATIO, f"{shape} through {entry_name}: {GROWTH}x {size} characters took {ratio:.1f}x the time"
+@pytest.mark.parametrize("guard", _parse_guards(), ids=str)
+def test_time_grows_linearly(guard):
+    assert_linear(guard)
 
 
 def test_the_shape_table_covers_every_kind_of_repetition():
@@ -112,28 +100,21 @@ def _render_entries():
 
     # the smallest size for each: copying the rest of a list for every message costs little per
     # item, so the quadratic term only shows from some thousands of messages on
-    return {"render_chat turns": (render_chat, _official_turns, 8000),
-            "render_chat calls+results": (render_chat, _official_calls, 500),
-            "render_chat string arguments, calls+results": (render_chat, _official_string_calls, 500),
-            "render_chat one huge argument string": (render_chat, _huge_argument_string, 100_000),
-            "omp transcript turns": (omp.render_transcript, _omp_turns, 8000),
-            "omp transcript calls+results": (omp.render_transcript, _omp_calls, 500)}
+    return {"render_chat turns": (render_chat, _official_turns, 2000),
+            "render_chat calls+results": (render_chat, _official_calls, 250),
+            "render_chat string arguments, calls+results": (render_chat, _official_string_calls, 250),
+            "render_chat one huge argument string": (render_chat, _huge_argument_string, 50_000),
+            "omp transcript turns": (omp.render_transcript, _omp_turns, 2000),
+            "omp transcript calls+results": (omp.render_transcript, _omp_calls, 250)}
 
 
-@pytest.mark.parametrize("name", ["render_chat turns", "render_chat calls+results", "omp transcript turns",
-                                  "omp transcript calls+results", "render_chat string arguments, calls+results",
-                                  "render_chat one huge argument string"])
-def test_render_time_grows_linearly(name):
-    render, shape, size = _render_entries()[name]  # messages, or calls and as many results
-    render(shape(size))
-    largest = 64 * size
-    while True:  # doubled until a run is long enough to time
-        small_time = _cpu_time(render, shape(size))
-        if small_time >= MIN_TIME or size >= largest:
-            break
-        size *= 2
-    ratio = _cpu_time(render, shape(size * GROWTH)) / max(small_time, 1e-4)
-    assert ratio < MAX_RATIO, f"{name}: {GROWTH}x {size} took {ratio:.1f}x the time"
+def _render_guards():
+    return [Guard(name, render, shape, size) for name, (render, shape, size) in _render_entries().items()]
+
+
+@pytest.mark.parametrize("guard", _render_guards(), ids=str)
+def test_render_time_grows_linearly(guard):
+    assert_linear(guard)  # messages, or calls and as many results
 
 
 # --- decoding against the declared tools: typing and validation are linear in the arguments -----
@@ -176,21 +157,18 @@ def _typed_shapes():
             {"parse_output": run_parse, "lenient": run_lenient, "validate": run_validate})
 
 
-@pytest.mark.parametrize("shape", ["members", "items"])
-@pytest.mark.parametrize("entry", ["parse_output", "lenient", "validate"])
-def test_typing_and_validation_grow_linearly(shape, entry):
+def _typed_guards():
     shapes, entries = _typed_shapes()
-    make, run = shapes[shape], entries[entry]
-    size = 1000
-    run(make(size))  # warm up (and the schema of each size is compiled once, below, before timing)
-    while True:
-        small = make(size)
-        run(small)
-        small_time = _cpu_time(run, small)
-        if small_time >= 0.03 or size >= 64_000:  # long enough that a quadratic term shows
-            break
-        size *= 2
-    large = make(size * GROWTH)
-    run(large)
-    ratio = _cpu_time(run, large) / max(small_time, 1e-4)
-    assert ratio < MAX_RATIO, f"{entry} on {shape}: {GROWTH}x {size} took {ratio:.1f}x the time"
+    # long enough that a quadratic term shows; each size's tools are compiled by `make`, untimed
+    return [Guard(f"{entry} on {shape}", run, make, 500, 16_000)
+            for shape, make in shapes.items() for entry, run in entries.items()]
+
+
+@pytest.mark.parametrize("guard", _typed_guards(), ids=str)
+def test_typing_and_validation_grow_linearly(guard):
+    assert_linear(guard)
+
+
+@pytest.mark.parametrize("guard", _parse_guards() + _render_guards() + _typed_guards(), ids=str)
+def test_each_guard_can_fail(guard):
+    assert_catches_quadratic(guard)

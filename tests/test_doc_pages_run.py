@@ -1,5 +1,6 @@
-"""The examples in docs/schema.md and docs/constrained-decoding.md run as written (docs/serving.md's
-run in test_openai.py and test_integrations_docs.py; docs/guide.md's in test_docs.py)."""
+"""The examples in docs/schema.md, docs/constrained-decoding.md and docs/streaming.md run as
+written (docs/serving.md's run in test_openai.py and test_integrations_docs.py; docs/guide.md's in
+test_docs.py)."""
 
 import re
 
@@ -34,3 +35,10 @@ def test_constrained_decoding_page_examples_run():
         assert tag_in["content"]["grammar"].startswith("root ::= ")
         tag_in["content"]["grammar"] = "root ::= ..."
     assert shown == built
+
+
+def test_streaming_page_token_ids_example_prints_what_it_says(capsys):
+    [block] = python_blocks("docs/streaming.md")
+    exec(compile(block, "docs/streaming.md", "exec"), {})
+    said = block.rstrip().splitlines()[-1].removeprefix("# ")
+    assert capsys.readouterr().out.strip() == said

@@ -145,12 +145,12 @@ def pieces(text, size):
     return [text[i:i + size] for i in range(0, len(text), size)]
 
 
-def serve(vllm, text, size, prompt=PROMPT, thinking=False, reasoning=True):
+def serve(vllm, text, size, prompt=PROMPT, thinking=False, reasoning=True, tool_parser=None, request=REQUEST):
     """The calls vLLM 0.33's DelegatingParser.parse_delta makes of two engine-based parsers
     (vllm/parser/abstract_parser.py): reasoning phase unless the prompt ended it, the text after
     the thought to the tool parser, finish_streaming at the end. Returns the deltas sent."""
     rp = vllm.Gemma4LarkReasoningParser(TOKENIZER, chat_template_kwargs={"enable_thinking": thinking}) if reasoning else None
-    tp = vllm.Gemma4LarkToolParser(TOKENIZER, REQUEST.tools)
+    tp = (tool_parser or vllm.Gemma4LarkToolParser)(TOKENIZER, request.tools)
     if rp is None:
         tp.skip_reasoning_parsing = True
     ended = rp is None or rp.is_reasoning_end(prompt)
@@ -169,7 +169,7 @@ def serve(vllm, text, size, prompt=PROMPT, thinking=False, reasoning=True):
             if delta:
                 delta.content = None
             sent.append(delta)
-        sent.append(tp.extract_tool_calls_streaming("", piece, piece, [], [T], [T], REQUEST))
+        sent.append(tp.extract_tool_calls_streaming("", piece, piece, [], [T], [T], request))
     if not ended:
         sent.append(rp.finish_streaming())
     sent.append(tp.finish_streaming())
@@ -199,16 +199,36 @@ OUTPUTS = [TEXT, "Plain answer.", '<|tool_call>calldone{}<tool_call|><|tool_call
 @pytest.mark.parametrize("size", [1, 4, 1000])
 def test_vllm_pair_streams_the_message(adapters, text, thinking, size):
     vllm, _ = adapters
-    content, reasoning, calls = accumulate(serve(vllm, text, size, thinking=thinking))
-    want = to_openai_message(parse_output(text, tools=REQUEST.tools))
-    assert content == want["content"] and reasoning == want.get("reasoning_content")
-    live = [(c["name"], c["arguments"]) for c in calls.values() if c["error"] is None]
-    assert live == [(c["function"]["name"], c["function"]["arguments"]) for c in want.get("tool_calls", ())]
-    assert list(calls) == list(range(len(calls)))
-    for call in calls.values():
-        if call["error"] is not None:
-            with pytest.raises(ValueError):
-                json.loads(call["arguments"])
+    for parser in (vllm.Gemma4LarkToolParser, vllm.Gemma4LarkStreamedToolParser):
+        content, reasoning, calls = accumulate(serve(vllm, text, size, thinking=thinking, tool_parser=parser))
+        want = to_openai_message(parse_output(text, tools=REQUEST.tools))
+        assert content == want["content"] and reasoning == want.get("reasoning_content")
+        live = [(c["name"], c["arguments"]) for c in calls.values() if c["error"] is None]
+        assert live == [(c["function"]["name"], c["function"]["arguments"]) for c in want.get("tool_calls", ())]
+        assert list(calls) == list(range(len(calls)))
+        for call in calls.values():
+            if call["error"] is not None:  # only a streamed entry can be void
+                assert parser is vllm.Gemma4LarkStreamedToolParser
+                with pytest.raises(ValueError):
+                    json.loads(call["arguments"])
+
+
+def test_vllm_calls_go_whole_by_default_and_with_parallel_tool_calls_false(adapters):
+    """The default parser sends nothing of a call before its block is decoded; the streamed one
+    does, except when `parallel_tool_calls` is false (vLLM keeps only index 0: a void entry there
+    would be all the client gets of the call)."""
+    vllm, _ = adapters
+    text = 'Hm. <|tool_call>call:get_weather{city:<|"|>Paris, with a long name<|"|>,days:3}<tool_call|>'
+    lenient = '<|tool_call>call:get_weather{city:<|"|>a(<|"|><|"|>b<|"|>,days:3}<tool_call|>'
+    single = Fields(tools=REQUEST.tools, tool_choice="auto", parallel_tool_calls=False)
+    for parser, request, streamed in ((vllm.Gemma4LarkToolParser, REQUEST, False),
+                                      (vllm.Gemma4LarkStreamedToolParser, REQUEST, True),
+                                      (vllm.Gemma4LarkStreamedToolParser, single, False)):
+        deltas = serve(vllm, text, 2, tool_parser=parser, request=request)
+        fragments = [c.function.arguments for d in deltas for c in d.tool_calls if c.function.arguments]
+        assert (len(fragments) > 2) is streamed
+        _, _, calls = accumulate(serve(vllm, lenient, 2, tool_parser=parser, request=request))
+        assert [c["error"] is None for c in calls.values()] == ([False, True] if streamed else [True])
 
 
 def test_vllm_prefilled_prompt_and_no_reasoning_parser(adapters):
@@ -251,7 +271,8 @@ def test_vllm_tool_choice_none_sends_no_call_even_at_the_end(adapters):
 def test_vllm_registration_whole_calls_and_request(adapters):
     vllm, _ = adapters
     assert ToolParserManager.registered == {"gemma4-lark": vllm.Gemma4LarkToolParser,
-                                            "gemma4-lark-whole": vllm.Gemma4LarkWholeCallsToolParser}
+                                            "gemma4-lark-whole": vllm.Gemma4LarkWholeCallsToolParser,
+                                            "gemma4-lark-stream": vllm.Gemma4LarkStreamedToolParser}
     assert ReasoningParserManager.registered == {"gemma4-lark": vllm.Gemma4LarkReasoningParser}
     tp = vllm.Gemma4LarkToolParser(TOKENIZER)
     assert tp.adjust_request(Fields(skip_special_tokens=True)).skip_special_tokens is False
@@ -287,7 +308,8 @@ def sglang_stream(sglang, text, size, detector_class):
         for item in result.calls:
             entry = calls.setdefault(item.tool_index, [item.name, ""])
             entry[1] += item.parameters
-    return "".join(r.normal_text for r in results) or None, [tuple(c) for c in calls.values()]
+    return ("".join(r.normal_text for r in results) or None, [tuple(c) for c in calls.values()],
+            detector.incomplete_tool_call_indices)
 
 
 @pytest.mark.parametrize("text", OUTPUTS)
@@ -296,16 +318,17 @@ def test_sglang_detector_streams_the_message(adapters, text, size):
     _, sglang = adapters
     want = to_openai_message(parse_output(text, parse_thinking=False, tools=REQUEST.tools))
     want_calls = [(c["function"]["name"], c["function"]["arguments"]) for c in want.get("tool_calls", ())]
-    for detector in (sglang.Gemma4LarkDetector, sglang.Gemma4LarkWholeCallsDetector):
-        content, calls = sglang_stream(sglang, text, size, detector)
+    for detector in (sglang.Gemma4LarkDetector, sglang.Gemma4LarkWholeCallsDetector, sglang.Gemma4LarkStreamedDetector):
+        content, calls, incomplete = sglang_stream(sglang, text, size, detector)
         assert content == want["content"]
         runnable = []
-        for name, arguments in calls:
+        for index, (name, arguments) in enumerate(calls):
             try:
                 json.loads(arguments)
                 runnable.append((name, arguments))
             except ValueError:
-                assert detector is sglang.Gemma4LarkDetector  # only a streamed call can be left open
+                assert detector is sglang.Gemma4LarkStreamedDetector  # only a streamed call can be left open
+                assert index in incomplete  # SGLang's finish_reason then stays "stop"
         assert runnable == want_calls
 
 

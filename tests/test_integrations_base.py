@@ -122,7 +122,7 @@ def test_merged_deltas_accumulate_to_the_message_for_every_chunking():
 
 
 def test_a_call_cut_off_is_voided_at_finish_and_never_completes():
-    deltas = ToolCallDeltas(StreamParser())
+    deltas = ToolCallDeltas(StreamParser(), stream_arguments=True)
     sent = deltas.feed('<|tool_call>call:write{path:<|"|>/tmp/a<|"|>,text:<|"|>half')
     end = deltas.finish()
     arguments = "".join(c["function"]["arguments"] for d in (sent, end) for c in d.tool_calls)
@@ -131,7 +131,7 @@ def test_a_call_cut_off_is_voided_at_finish_and_never_completes():
         json.loads(arguments)
     assert [c for c in end.tool_calls if "error" in c]
     assert end.content.startswith("<|tool_call>call:write")
-    whole = ToolCallDeltas(StreamParser(), stream_arguments=False)
+    whole = ToolCallDeltas(StreamParser())  # the default: whole calls
     assert not whole.feed('<|tool_call>call:write{path:<|"|>/tmp/a').tool_calls
     assert not whole.finish().tool_calls
 

@@ -1,6 +1,6 @@
 """OpenAIStream(stream_arguments=True) end to end stays linear in every shape of call (complexity
-guards: sizes compared within one run, generous ratios, never an absolute time), and its shortcut
-for a string argument's content sends exactly what the argument stream would."""
+guards of tests/timing.py: sizes compared within one run, 16x apart, never an absolute time), and
+its shortcut for a string argument's content sends exactly what the argument stream would."""
 
 import json
 
@@ -11,7 +11,9 @@ from gemma4_incremental.arguments import ArgumentStream
 from gemma4_incremental.openai import OpenAIStream, to_openai_message
 
 from stream_helpers import counter_ids
-from timing import best_cpu_seconds
+import pytest
+
+from timing import Guard, assert_catches_quadratic, assert_linear
 
 D = '<|"|>'
 OPEN = "<|tool_call>call:f"
@@ -30,24 +32,29 @@ SHAPES = {
 }
 
 
-def _stream_cost(text: str, size: int) -> float:
-    pieces = [text[i:i + size] for i in range(0, len(text), size)]
-
-    def stream_all():
-        stream = OpenAIStream(StreamParser(), stream_arguments=True, completion_id="c", created=0)
-        for piece in pieces:
-            stream.feed(piece)
-        stream.flush()
-    return best_cpu_seconds(stream_all)
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)]
 
 
-def test_streaming_arguments_end_to_end_is_linear_in_every_shape():
-    """4x the input costs about 4x (quadratic would be 16x): bound 8."""
-    for name, (make, size) in SHAPES.items():
-        _stream_cost(make(2_000), size)  # warm up (tables, lexers, remembered steps)
-        small = _stream_cost(make(10_000), size)
-        large = _stream_cost(make(40_000), size)
-        assert large / small < 8, (name, small, large)
+def _stream_all(pieces):
+    stream = OpenAIStream(StreamParser(), stream_arguments=True, completion_id="c", created=0)
+    for piece in pieces:
+        stream.feed(piece)
+    stream.flush()
+
+
+GUARDS = [Guard(name, _stream_all, lambda n, make=make, size=size: _pieces(make(n), size), 2_000, 40_000)
+          for name, (make, size) in SHAPES.items()]
+
+
+@pytest.mark.parametrize("guard", GUARDS, ids=str)
+def test_streaming_arguments_end_to_end_is_linear_in_every_shape(guard):
+    assert_linear(guard)
+
+
+@pytest.mark.parametrize("guard", GUARDS, ids=str)
+def test_each_streaming_guard_can_fail(guard):
+    assert_catches_quadratic(guard)
 
 
 def test_every_shape_accumulates_to_the_message():

@@ -26,7 +26,7 @@ def test_runtime_dependencies_are_lark_and_jsonschema_rs():
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert [d.split(">")[0].split("=")[0] for d in project["dependencies"]] == ["lark", "jsonschema-rs"]
-    assert "railroad-diagrams>=3.0.0" in project["optional-dependencies"]["docs"]
+    assert "railroad-diagrams>=3.0.1" in project["optional-dependencies"]["docs"]
 
 
 # vLLM 0.32 and 0.33 pin lark==1.2.2 (requirements/common.txt): what a user's vLLM venv holds.
@@ -111,6 +111,14 @@ def test_wheel_installs_and_parses(tmp_path):
     result = subprocess.run([str(env / "bin" / "gemma4-lark"), "grammar", "--format", "llguidance"],
                             cwd=tmp_path, capture_output=True, text=True, check=True)
     assert result.stdout.startswith("%llguidance"), result.stdout[:200]
+
+    # The conformance corpus ships as data: exported from the installed package, it matches its manifest.
+    result = subprocess.run([str(env / "bin" / "gemma4-lark"), "conformance", "export", str(tmp_path / "corpus")],
+                            cwd=tmp_path, capture_output=True, text=True, check=True)
+    code = ("import pathlib; from gemma4_lark.conformance import check_manifest; "
+            f"print(check_manifest(pathlib.Path({str(tmp_path / 'corpus')!r})))")
+    result = subprocess.run([str(python), "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]", result.stdout + result.stderr
 
     # railroad-diagrams is not a dependency: `docs` says what to install, without a traceback.
     result = subprocess.run([str(env / "bin" / "gemma4-lark"), "docs", "--out", str(tmp_path / "spec")],

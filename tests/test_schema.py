@@ -388,16 +388,19 @@ def test_no_string_run_in_strict_mode_or_without_tools(options):
     text = call("query:hello, world,limit:3", "search")
     if options:
         assert [e.code for e in parse_output(text, tools=TOOLS, **options).errors] == ["syntax"]
-    else:
-        assert parse_output(text).calls[0].arguments["query"] == "hello"
+    else:  # without tools the word goes on past its comma, as a word (`comma-in-word`), not a run
+        [found] = parse_output(text).calls
+        assert found.arguments["query"] == "hello, world" and "string-run" not in codes(found)
+        assert "comma-in-word" in codes(found)
 
 
 def test_no_string_run_where_the_schema_allows_more_than_a_string():
     union = tool("t", {"v": {"type": ["string", "integer"]}, "w": {"type": "integer"}})
+    # (the words are kept whole, as without tools: `comma-in-word`; only a string key runs further)
     found = one_call(call("v:a, b,w:1", "t"), tools=[union])
-    assert found.arguments["v"] == "a" and "string-run" not in codes(found)
+    assert found.arguments["v"] == "a, b" and "string-run" not in codes(found)
     found = one_call(call("w:a, b,v:1", "t"), tools=[union])
-    assert found.arguments["w"] == "a" and "string-run" not in codes(found)
+    assert found.arguments["w"] == "a, b" and "string-run" not in codes(found)
 
 
 def test_a_string_run_never_swallows_a_member_the_schema_allows():

@@ -1,6 +1,6 @@
 """Stray markup (docs/leniency.md#stray-markup): markup that means nothing where it stands leaves
-the text and the thought in lenient mode, as a `stray_markup` event whose span covers it; strict
-mode leaves it where it is, and the whole-output grammar refuses it.
+the text and the thought, as a `stray_markup` event whose span covers it, in lenient and strict
+mode alike; the whole-output grammar refuses it.
 
 Every case runs at every chunking: whole, 1 character, 4 characters, and random splits."""
 
@@ -12,6 +12,8 @@ from hypothesis import given, strategies as st
 import gemma4_lark
 from gemma4_incremental import StrayMarkup, StreamParser, Text, ThinkingDelta, parse_output
 from gemma4_incremental.openai import OpenAIStream, to_openai_message
+from gemma4_lark.render.official import render_chat
+from gemma4_lark.render.omp import render_transcript
 
 from stream_helpers import assert_tiles, counter_ids, merged, run, split_every
 from timing import best_cpu_seconds
@@ -50,15 +52,17 @@ CASES = [
      "a<channel|>bc", [], ["<tool_call|>"]),
 ]
 
-# Strict mode: the same outputs keep their markup in the text or thought, as before.
+# Strict mode: the same markup leaves the text and the thought too (a server would otherwise send
+# content that render_chat refuses when the client sends it back); only a labelled channel is a
+# thought, so an unlabelled one is stray markup and what it held is text.
 STRICT = [
-    ("trailing-channel-close", "Hello<channel|>", {}, "Hello<channel|>", []),
-    ("extra-channel-close", THOUGHT + "<channel|>Answer", {}, "<channel|>Answer", ["hm"]),
-    ("extra-tool-call-close", CALL + "<tool_call|>done", {}, "<tool_call|>done", []),
-    ("doubled-channel-opener", "<|channel><|channel>thought\nhm<channel|>A", {}, "<|channel>A", ["hm"]),
-    ("re-emitted-opener", "<|channel>thought\nhm<channel|>A", {"start_in_thinking": True}, "A",
-     ["<|channel>thought\nhm"]),
-    ("unlabelled-channel", "<|channel>x<channel|>y", {}, "<|channel>x<channel|>y", []),
+    ("trailing-channel-close", "Hello<channel|>", {}, "Hello", [], ["<channel|>"]),
+    ("extra-channel-close", THOUGHT + "<channel|>Answer", {}, "Answer", ["hm"], ["<channel|>"]),
+    ("extra-tool-call-close", CALL + "<tool_call|>done", {}, "done", [], ["<tool_call|>"]),
+    ("doubled-channel-opener", "<|channel><|channel>thought\nhm<channel|>A", {}, "A", ["hm"], ["<|channel>"]),
+    ("re-emitted-opener", "<|channel>thought\nhm<channel|>A", {"start_in_thinking": True}, "A", ["hm"],
+     ["<|channel>thought\n"]),
+    ("unlabelled-channel", "<|channel>x<channel|>y", {}, "xy", [], ["<|channel>", "<channel|>"]),
 ]
 
 
@@ -107,14 +111,18 @@ def test_stray_markup_leaves_content_and_thinking(name, text, options, content, 
             assert streamed_reasoning == "\n".join(thoughts)
 
 
-@pytest.mark.parametrize("name, text, options, content, thoughts", STRICT, ids=[c[0] for c in STRICT])
-def test_strict_mode_keeps_the_markup_where_it_stands(name, text, options, content, thoughts):
+@pytest.mark.parametrize("name, text, options, content, thoughts, stray", STRICT, ids=[c[0] for c in STRICT])
+def test_strict_mode_takes_the_markup_out_of_text_and_thought_too(name, text, options, content, thoughts, stray):
     for chunks in _chunkings(text):
         events = run(chunks, strict=True, **options)
         assert_tiles(events, text)
-        assert not any(isinstance(e, StrayMarkup) for e in events)
+        assert [e.markup for e in events if isinstance(e, StrayMarkup)] == stray
     out = parse_output(text, strict=True, **options)
     assert out.text == content and out.thinking == thoughts
+    # what the server sends can be sent back: the renderer takes the message as it is
+    message = to_openai_message(out)
+    for render in (render_chat, render_transcript):
+        render([{"role": "user", "content": "hi"}, message])
 
 
 # What the grammar reads: the output, after the prompt's thought prefill when the stream starts in it.
@@ -229,11 +237,8 @@ def test_random_splits_give_the_same_merged_events(pieces, cuts, thinking, start
     for content, reasoning in _streamed_message(chunks, **options):
         assert content == (message["content"] or "")
         assert reasoning == message.get("reasoning_content", "")
-    if strict:
-        assert not any(isinstance(e, StrayMarkup) for e in whole)
-        return
-    # lenient: no closer with nothing open is text, no channel opener is thought (a bare block
-    # that did not decode is text as written, markup and all)
+    # strict or not: no closer with nothing open is text, no channel opener is thought (a bare
+    # block that did not decode is text as written, markup and all)
     for e in whole:
         if isinstance(e, Text) and not e.text.lstrip().startswith("call:"):
             assert "<tool_call|>" not in e.text

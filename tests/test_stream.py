@@ -97,10 +97,12 @@ def test_call_inside_unclosed_thinking_ends_the_thinking():
     assert [c.name for c in out.calls] == ["get_weather"] and out.stop == "<|tool_response>"
 
 
-def test_opener_without_its_label_is_text_when_strict():
-    # (not strict, an unlabelled channel is a thought: tests/test_stray_markup.py)
+def test_opener_without_its_label_is_no_thought_when_strict():
+    # (not strict, an unlabelled channel is a thought: tests/test_stray_markup.py); strict, it is
+    # stray markup, and what follows it text
     out = parse_output("<|channel>thought\nx<channel|>a <|channel> b", strict=True)
-    assert out.text == "a <|channel> b"
+    assert out.text == "a  b" and out.thinking == ["x"]
+    assert [e.markup for e in out.events if e.type == "stray_markup"] == ["<|channel>"]
 
 
 def test_parallel_calls_count_and_distinct_ids():

@@ -163,7 +163,7 @@ def render_transcript(messages, *, unsafe: str = "error", model: str | None = No
     `model` turn holding its thinking, its text, its calls, and the results that follow it.
 
     `messages` are OMP's, or OpenAI's chat messages (told apart by `messages.message_shape`: `tool`
-    messages, `tool_calls`, string assistant content), which are converted by
+    messages, `tool_calls`, string assistant content, `image_url` parts), which are converted by
     `messages.from_openai_messages` first (docs/serving.md, "Messages in"; unmatched_tool_call_id
     is its policy for results that answer no call).
 

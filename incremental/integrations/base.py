@@ -20,10 +20,11 @@ from gemma4_lark.tools import read_tool_choice
 from ..openai import OpenAIStream, to_openai_message
 from ..output import parse_output
 from ..parser import StreamParser
+from ..token_ids import TokenMarkers
 
 __all__ = [
     "Delta", "MarkerIds", "ThoughtGate", "ToolCallDeltas", "extract_calls", "plain", "split_reasoning",
-    "stream_parser_options",
+    "stream_parser_options", "token_parser",
 ]
 
 # The thought opener as the parser reads it: its newline is optional.
@@ -120,23 +121,37 @@ def _merge_call(into: dict[str, Any], call: Mapping[str, Any]) -> None:
 
 class ToolCallDeltas:
     """`OpenAIStream` for a server that wants one `Delta` per call: `feed(text)` and, when the
-    stream ends, `finish()`. Nothing of a block that fails is ever sent as a call that can run: with
-    `stream_arguments` its entry is voided (arguments never complete JSON, an `error` key), and its
-    raw text goes out as content (docs/serving.md)."""
+    stream ends, `finish()`. Nothing of a block that fails is ever sent as a call that can run: by
+    default calls go whole once decoded; with `stream_arguments` (opt-in) a failed entry is voided
+    (arguments never complete JSON, an `error` key); either way its raw text goes out as content
+    (docs/serving.md)."""
 
     REASONING_FIELD = "reasoning"
 
-    def __init__(self, parser: StreamParser, *, stream_arguments: bool = True):
+    def __init__(self, parser: StreamParser, *, stream_arguments: bool = False):
         self.stream = OpenAIStream(parser, stream_arguments=stream_arguments, reasoning_field=self.REASONING_FIELD)
 
-    def feed(self, text: str) -> Delta:
-        """The delta `text` completes (possibly empty). Raises what `OpenAIStream.feed` raises."""
-        return merge_chunks(self.stream.feed(text), self.REASONING_FIELD)
+    def feed(self, text: str, token_ids: Sequence[int] | None = None) -> Delta:
+        """The delta `text` (and its `token_ids`, for a parser made by `StreamParser.for_tokenizer`)
+        completes (possibly empty). Raises what `OpenAIStream.feed` raises."""
+        return merge_chunks(self.stream.feed(text, token_ids), self.REASONING_FIELD)
 
     def finish(self) -> Delta:
         """What the parser still held, and the end of every open block (an unclosed call fails
         here, as it does in `parse_output`). A second call returns an empty Delta."""
         return merge_chunks(self.stream.flush(), self.REASONING_FIELD)
+
+
+def token_parser(tokenizer: Any, options: Mapping[str, Any]) -> StreamParser | None:
+    """`StreamParser.for_tokenizer(tokenizer, **options)`: markers by token id (docs/streaming.md#token-ids),
+    or None when the tokenizer lacks `convert_tokens_to_ids` and `decode` or their marker tokens
+    (the adapter then reads markers by text). Raises what StreamParser raises for `options`."""
+    try:
+        return StreamParser.for_tokenizer(tokenizer, **options)
+    except (TypeError, ValueError) as error:
+        if "tokenizer" not in str(error):
+            raise
+        return None
 
 
 def extract_calls(text: str, **options: Any) -> tuple[str | None, list[dict[str, Any]]]:
@@ -177,42 +192,69 @@ class ThoughtGate:
     thought ends at `<channel|>`, or where the parser ends it (a `<|tool_call>`, a stop marker):
     the text from there on is forwarded. `start_in_thinking`: the prompt ended inside the thought.
     Memory: the thought is not kept, only what the parser holds back.
+
+    `tokenizer` (one `StreamParser.for_tokenizer` takes): deltas fed with their `token_ids` are
+    read by token id (docs/streaming.md#token-ids): a thought opens and closes at the special
+    tokens only, and what a delta's text lacks (no text at all, a skipped marker) is put back; the
+    text forwarded is the text as reconstructed.
     """
 
-    def __init__(self, *, start_in_thinking: bool = False):
+    def __init__(self, *, start_in_thinking: bool = False, tokenizer: Any = None):
         self.ended = False
+        self._tokenizer = tokenizer
+        self._markers = TokenMarkers.of(tokenizer) if tokenizer is not None else None
+        self._carry: tuple[int, ...] = ()  # ids of a character not complete yet (TokenMarkers.align)
         self._parser: StreamParser | None = None
         self._head = ""      # before a thought is decided: what may still open one
+        self._head_marks: tuple[int, ...] = ()  # where in it a marker's special token starts
         self._held = ""      # in a thought: the raw text the events have not accounted for yet
         self._held_at = 0    # its offset in the parser's stream
         if start_in_thinking:
-            self._parser = StreamParser(start_in_thinking=True)
+            self._parser = self._new_parser(start_in_thinking=True)
 
-    def feed(self, text: str) -> tuple[str | None, str, str | None]:
+    def _new_parser(self, **options: Any) -> StreamParser:
+        if self._markers is None:
+            return StreamParser(**options)
+        return StreamParser.for_tokenizer(self._tokenizer, **options)
+
+    def feed(self, text: str, token_ids: Sequence[int] | None = None) -> tuple[str | None, str, str | None]:
         if self.ended:
             raise RuntimeError("the thought is over: feed the rest to the tool parser")
+        marks: tuple[int, ...] | None = None
+        if token_ids is not None and self._markers is not None:
+            text, marks, self._carry = self._markers.align(text, token_ids, self._carry)
         if self._parser is None:
             head = self._head + text
             rest = head.lstrip(" \t\r\n")
-            content = head[: len(head) - len(rest)]
-            if not rest or (len(rest) < len(_THOUGHT_HEAD) and _THOUGHT_HEAD.startswith(rest)):
+            skip = len(head) - len(rest)
+            content = head[:skip]
+            head_marks = None
+            opener = True  # whether the `<` that rest begins with may open a thought
+            if marks is not None:
+                head_marks = self._head_marks + tuple(len(self._head) + m for m in marks)
+                opener = skip in head_marks
+            if not rest or (opener and len(rest) < len(_THOUGHT_HEAD) and _THOUGHT_HEAD.startswith(rest)):
                 self._head = rest
+                self._head_marks = tuple(m - skip for m in head_marks or () if m >= skip)
                 return None, content, None
             self._head = ""
-            if not rest.startswith(_THOUGHT_HEAD):
+            self._head_marks = ()
+            if not (opener and rest.startswith(_THOUGHT_HEAD)):
                 self.ended = True
                 return None, content, rest
-            self._parser = StreamParser()
-            reasoning, forward = self._read(rest)
+            self._parser = self._new_parser()
+            rest_marks = None if head_marks is None else tuple(m - skip for m in head_marks if m >= skip)
+            reasoning, forward = self._read(rest, rest_marks)
             return reasoning, content, forward
-        reasoning, forward = self._read(text)
+        reasoning, forward = self._read(text, marks)
         return reasoning, "", forward
 
-    def _read(self, text: str) -> tuple[str | None, str | None]:
+    def _read(self, text: str, marks: tuple[int, ...] | None = None) -> tuple[str | None, str | None]:
         held = self._held + text
         reasoning: list[str] = []
         accounted = self._held_at
-        for event in self._parser.feed(text):
+        parser = self._parser
+        for event in parser.feed(text) if marks is None else parser._feed_aligned(text, marks):
             kind = type(event)
             if kind is ThinkingDelta or kind is ThinkingStart:
                 reasoning.append(event.text if kind is ThinkingDelta else "")
@@ -232,7 +274,10 @@ class ThoughtGate:
         self.ended = True
         if self._parser is None:
             return None, self._head
-        held = [e.text for e in self._parser.flush() if type(e) is ThinkingDelta]
+        events = []
+        if self._carry:  # a character never completed: as the whole text has it
+            events = self._parser._feed_aligned(self._markers._decode(list(self._carry), skip_special_tokens=False), ())
+        held = [e.text for e in events + self._parser.flush() if type(e) is ThinkingDelta]
         return ("".join(held) if held else None), ""
 
 
@@ -246,6 +291,7 @@ class MarkerIds:
     tool_call_open: int
     boundaries: frozenset[int]          # a turn's or a tool response's start: no thought crosses it
     by_text: Mapping[str, int]
+    stops: frozenset[int] = frozenset()  # the stop markers (`<|tool_response>`, `<turn|>`, `<eos>`)
 
     @classmethod
     def from_vocab(cls, vocab: Mapping[str, int]) -> "MarkerIds":
@@ -256,7 +302,8 @@ class MarkerIds:
             raise ValueError(f"the tokenizer has no token for {', '.join(missing)}: not a Gemma 4 tokenizer")
         return cls(vocab[tokens.CHANNEL_OPEN], vocab[tokens.CHANNEL_CLOSE], vocab[tokens.TOOL_CALL_OPEN],
                    frozenset((vocab[tokens.TURN_OPEN], vocab[tokens.TOOL_RESPONSE_OPEN])),
-                   {m: vocab[m] for m in _MARKERS})
+                   {m: vocab[m] for m in _MARKERS},
+                   frozenset(vocab[m] for m in (tokens.TOOL_RESPONSE_OPEN, tokens.TURN_CLOSE, tokens.EOS) if m in vocab))
 
     def thought_over(self, ids: Sequence[int], expect_thought: bool) -> bool:
         """Whether the output whose token ids end `ids` (a prompt, or a prompt and what followed)
@@ -308,13 +355,14 @@ class MarkerIds:
         return count
 
     def content_ids(self, ids: list[int]) -> list[int]:
-        """The ids after the thought: after the last `<channel|>`, or from the `<|tool_call>` that
-        ended it; all of them when neither is there. Raises nothing."""
+        """The ids after the thought: after the last `<channel|>`, or from the `<|tool_call>` or
+        stop marker that ended it (the text the reasoning parser forwards starts there too); all
+        of them when none is there. Raises nothing."""
         for i in range(len(ids) - 1, -1, -1):
             if ids[i] == self.channel_close:
                 return ids[i + 1:]
         for i, token in enumerate(ids):
-            if token == self.tool_call_open:
+            if token == self.tool_call_open or token in self.stops:
                 return ids[i:]
         return ids
 

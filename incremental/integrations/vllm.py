@@ -38,9 +38,11 @@ except ImportError as error:  # no vLLM, or one whose modules moved: say which a
 from ..parser import StreamParser
 from .base import (
     Delta, MarkerIds, ThoughtGate, ToolCallDeltas, extract_calls, plain, split_reasoning, stream_parser_options,
+    token_parser,
 )
 
-__all__ = ["Gemma4LarkReasoningParser", "Gemma4LarkToolParser", "Gemma4LarkWholeCallsToolParser", "NAME"]
+__all__ = ["Gemma4LarkReasoningParser", "Gemma4LarkStreamedToolParser", "Gemma4LarkToolParser",
+           "Gemma4LarkWholeCallsToolParser", "NAME"]
 
 NAME = "gemma4-lark"
 
@@ -88,18 +90,22 @@ class _StrippedCheck:
 
 
 class Gemma4LarkToolParser(_StrippedCheck, ToolParser):
-    """Gemma 4 tool calls through `StreamParser`/`OpenAIStream`: arguments streamed as the grammar
-    accepts them (`stream_arguments`; `Gemma4LarkWholeCallsToolParser` sends each call whole).
+    """Gemma 4 tool calls through `StreamParser`/`OpenAIStream`, each call sent whole once its
+    block has been decoded: every entry a client accumulates is a call it can run, nothing of a
+    block that fails is ever sent as a call (its raw text goes out as content), and
+    `finish_reason` is what the same request gets without streaming.
+    `Gemma4LarkStreamedToolParser` (`gemma4-lark-stream`) streams arguments instead.
+    Markers are read by token id, from the engine's delta ids and the request's tokenizer
+    (docs/streaming.md#token-ids): marker text written with ordinary tokens stays content.
 
-    A block that fails is never sent as a call that can run: its streamed entry gets an `error`
-    key and arguments that never close (invalid JSON), its raw text goes out as content.
     `tool_choice` "required" or a named function is parsed like "auto" (vLLM's JSON-schema
     forcing would make the model write JSON, not Gemma's syntax): the output is not forced.
     """
 
     supports_required_and_named = False
     engine_based_streaming = True
-    stream_arguments = True
+    stream_arguments = False
+    by_token_id = False  # once streaming: whether the request's tokenizer gave the markers' ids
     # vLLM sets this when no reasoning parser is configured: thoughts then stay text.
     skip_reasoning_parsing = False
 
@@ -141,10 +147,22 @@ class Gemma4LarkToolParser(_StrippedCheck, ToolParser):
                                      delta_token_ids: Sequence[int], request: Any) -> DeltaMessage | None:
         self._check(delta_text, delta_token_ids)
         if self._deltas is None:
-            self._deltas = ToolCallDeltas(StreamParser(**self._options(request)),
-                                          stream_arguments=self.stream_arguments)
+            # vLLM keeps only the entries of index 0 when `parallel_tool_calls` is false: a streamed
+            # entry voided there would be all the client gets of the call. Whole calls then.
+            streamed = self.stream_arguments and getattr(request, "parallel_tool_calls", None) is not False
+            options = self._options(request)
+            parser = token_parser(self.model_tokenizer, options)
+            self.by_token_id = parser is not None
+            if parser is None:
+                logger.warning("the tokenizer (%s) has no convert_tokens_to_ids and decode: markers are read by"
+                               " text, so text that spells one counts as one", type(self.model_tokenizer).__name__)
+                parser = StreamParser(**options)
+            self._deltas = ToolCallDeltas(parser, stream_arguments=streamed)
             self._drop_calls = plain(getattr(request, "tool_choice", None)) == "none"
-        return _delta_message(self._deltas.feed(delta_text), self._drop_calls)
+        # The engine's ids: only a marker's special token is a marker, and ids whose text the
+        # delta lacks (speculative decoding, skipped special tokens) are decoded.
+        ids = list(delta_token_ids) if self.by_token_id and delta_token_ids is not None else None
+        return _delta_message(self._deltas.feed(delta_text, ids), self._drop_calls)
 
     def finish_streaming(self) -> DeltaMessage | None:
         """The end of the output: what the parser held, and the failure of an unclosed block."""
@@ -154,10 +172,21 @@ class Gemma4LarkToolParser(_StrippedCheck, ToolParser):
 
 
 class Gemma4LarkWholeCallsToolParser(Gemma4LarkToolParser):
-    """`gemma4-lark-whole`: each call sent whole once its block has been decoded; nothing of a
-    block that fails is ever sent as a call."""
+    """`gemma4-lark-whole`: the default's behaviour under the name it had when arguments streamed
+    by default (each call whole once decoded)."""
 
     stream_arguments = False
+
+
+class Gemma4LarkStreamedToolParser(Gemma4LarkToolParser):
+    """`gemma4-lark-stream` (opt-in): a call's header at `call:NAME{`, its arguments as the grammar
+    accepts them. Clients cannot retract what was streamed: a block that fails after its header
+    went out (or that the lenient decoder reads otherwise) leaves its entry void (an `error` key,
+    arguments that never close), its raw text goes out as content, and vLLM then reports
+    `finish_reason` "tool_calls" for it. With `parallel_tool_calls: false` calls go whole
+    (docs/serving.md#vllm)."""
+
+    stream_arguments = True
 
 
 class Gemma4LarkReasoningParser(_StrippedCheck, ReasoningParser):
@@ -229,10 +258,13 @@ class Gemma4LarkReasoningParser(_StrippedCheck, ReasoningParser):
                                     delta_token_ids: Sequence[int]) -> DeltaMessage | None:
         self._check(delta_text, delta_token_ids)
         if self._gate is None:
-            self._gate = ThoughtGate(start_in_thinking=self._start_in_thinking)
+            # markers by token id, as the tool parser reads them (docs/streaming.md#token-ids)
+            tokenizer = self.model_tokenizer if token_parser(self.model_tokenizer, {}) is not None else None
+            self._gate = ThoughtGate(start_in_thinking=self._start_in_thinking, tokenizer=tokenizer)
         if self._gate.ended:  # (vLLM stops calling once the thought is over) the rest is content
             return DeltaMessage(content=delta_text) if delta_text else None
-        reasoning, content, forward = self._gate.feed(delta_text)
+        ids = list(delta_token_ids) if self._gate._markers is not None and delta_token_ids is not None else None
+        reasoning, content, forward = self._gate.feed(delta_text, ids)
         content += forward or ""
         if reasoning is None and not content:
             return None
@@ -253,4 +285,5 @@ class Gemma4LarkReasoningParser(_StrippedCheck, ReasoningParser):
 
 ToolParserManager.register_module(NAME, module=Gemma4LarkToolParser)
 ToolParserManager.register_module(NAME + "-whole", module=Gemma4LarkWholeCallsToolParser)
+ToolParserManager.register_module(NAME + "-stream", module=Gemma4LarkStreamedToolParser)
 ReasoningParserManager.register_module(NAME, module=Gemma4LarkReasoningParser)

@@ -115,6 +115,23 @@ assert_type(chunks, list[dict[str, Any]])
 assert_type(stream.flush(), list[dict[str, Any]])
 assert_type(stream.completion_id, str)
 
+
+class Tokenizer:  # markers by token id (docs/streaming.md#token-ids): Hugging Face's two methods
+    ids = {"<|tool_call>": 1, "<tool_call|>": 2, '<|"|>': 3}
+
+    def convert_tokens_to_ids(self, token: str) -> int:
+        return self.ids.get(token, 0)
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
+        text_of = {i: t for t, i in self.ids.items()}
+        return "".join(text_of[i] if i in text_of else chr(i - 100) if i >= 100 else "" for i in ids)
+
+
+by_id = StreamParser.for_tokenizer(Tokenizer(), tools=tools)
+assert_type(by_id, StreamParser)
+assert_type(by_id.feed("", token_ids=[1]), list[Event])
+assert_type(OpenAIStream(StreamParser.for_tokenizer(Tokenizer())).feed("hi", token_ids=[204, 205]), list[dict[str, Any]])
+
 # Decoding against the declared tools (docs/schema.md).
 from gemma4_lark.diagnostics import Diagnostic
 from gemma4_lark.tools import Tool, read_tools

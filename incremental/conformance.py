@@ -1,0 +1,381 @@
+"""The conformance run: the kit's cases sent to a parser under test, each answer judged, the
+disagreements reported by category with the smallest failing input of each (docs/conformance.md).
+
+    run(command, ...)   a Report: every case sent to the target, one process restarted after any
+                        case that crashed, hung or broke the protocol
+    serve(...)          this project's parser as a target (`gemma4-lark conformance serve`)
+    expected_answer()   the answer the kit expects for a generated case: the streaming parser in
+                        strict mode, a rejected block's raw text kept in `text` as
+                        `to_openai_message` keeps it in `content`
+
+Corpus cases carry their answers in their files; generated and mutated ones are judged against
+this project's parser, which passes every corpus case.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from gemma4_lark import tokens
+from gemma4_lark.conformance import corpus, generate
+from gemma4_lark.conformance.protocol import CATEGORIES, PROTOCOL_VERSION, ProtocolError, categorize, read_answer, request_line
+
+from .openai import to_openai_message
+from .output import collect
+from .parser import StreamParser
+
+OPTIONS = ("parse_thinking", "start_in_thinking")  # the request options a case may carry
+DEFAULT_TIMEOUT = 5.0
+DEFAULT_STARTUP = 30.0
+_NEVER_ANSWERED = 3  # cases failed by crash or timeout before any answer: the target does not run
+
+
+def expected_answer(request: dict) -> dict:
+    options = {k: v for k, v in (request.get("options") or {}).items() if k in OPTIONS}
+    parser = StreamParser(strict=True, id_factory=iter(range(1 << 62)).__next__, **options)
+    out = collect(parser.feed(request["text"]) + parser.flush())
+    return {"calls": [{"name": c.name, "arguments": c.arguments} for c in out.calls],
+            "text": to_openai_message(out)["content"] or ""}
+
+
+def serve(stdin, stdout) -> None:
+    """Answer each request line of `stdin` on `stdout` as the kit expects (a line that is not a
+    request: an answer with an "error", and the next line is read)."""
+    for line in stdin:
+        if not line.strip():
+            continue
+        try:
+            request = json.loads(line)
+            answer = expected_answer(request)
+        except (ValueError, TypeError, KeyError, AttributeError) as err:
+            answer = {"error": f"{type(err).__name__}: {err}"}
+        stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
+        stdout.flush()
+
+
+# --- the target process -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Reply:
+    category: str | None   # None: an answer; else "crash", "timeout" or "protocol"
+    answer: dict | None
+    detail: str = ""
+
+
+class Target:
+    """A command speaking the protocol on its standard input and output, started again after any
+    request it did not answer cleanly. Its standard error goes to a file, whose last lines say
+    why it crashed."""
+
+    def __init__(self, command: str, timeout: float = DEFAULT_TIMEOUT, startup: float = DEFAULT_STARTUP):
+        self.command = command
+        self.timeout = timeout
+        self.startup = startup
+        self.process: subprocess.Popen | None = None
+        self.starts = 0
+        self.answers = 0
+        self._buffer = b""
+        self._fresh = False
+        self._stderr = tempfile.TemporaryFile()
+
+    def _start(self) -> None:
+        self._stderr.seek(0)
+        self._stderr.truncate()
+        self.process = subprocess.Popen(self.command, shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=self._stderr, start_new_session=True)
+        os.set_blocking(self.process.stdin.fileno(), False)
+        os.set_blocking(self.process.stdout.fileno(), False)
+        self.starts += 1
+        self._buffer = b""
+        self._fresh = True
+
+    def stop(self) -> None:
+        """End the target and every process it started (its own session)."""
+        if self.process is None:
+            return
+        process, self.process = self.process, None
+        for stream in (process.stdin, process.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        try:
+            process.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            process.wait()
+        else:  # its children may live on (a shell's pipeline)
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.stop()
+        self._stderr.close()
+
+    def _why_dead(self) -> str:
+        code = self.process.poll() if self.process else None
+        if code is None:
+            try:
+                code = self.process.wait(timeout=0.5)
+            except subprocess.TimeoutExpired:
+                code = None
+        self._stderr.seek(0)
+        tail = self._stderr.read()[-600:].decode("utf-8", "replace").strip()
+        said = "closed its output" if code is None else (f"was killed by signal {-code}" if code < 0 else f"exited with status {code}")
+        return f"the target {said}" + (f"; its last words on stderr: {tail.splitlines()[-1][:300]}" if tail else "")
+
+    def ask(self, request: dict) -> Reply:
+        if self.process is None:
+            self._start()
+        limit = self.timeout + (self.startup if self._fresh else 0)
+        deadline = time.monotonic() + limit
+        data = request_line(request).encode("ascii")
+        stdin, stdout = self.process.stdin.fileno(), self.process.stdout.fileno()
+        with selectors.DefaultSelector() as selector:
+            selector.register(stdout, selectors.EVENT_READ)
+            if data:
+                selector.register(stdin, selectors.EVENT_WRITE)
+            while b"\n" not in self._buffer:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self.stop()
+                    return Reply("timeout", None, f"no answer in {limit:g} s")
+                for key, _ in selector.select(left):
+                    if key.fd == stdin:
+                        try:
+                            data = data[os.write(stdin, data):]
+                        except BlockingIOError:
+                            continue
+                        except (BrokenPipeError, ConnectionResetError):
+                            detail = self._why_dead()
+                            self.stop()
+                            return Reply("crash", None, detail)
+                        if not data:
+                            selector.unregister(stdin)
+                    else:
+                        try:
+                            piece = os.read(stdout, 1 << 16)
+                        except BlockingIOError:
+                            continue
+                        if not piece:
+                            detail = self._why_dead()
+                            self.stop()
+                            return Reply("crash", None, detail)
+                        self._buffer += piece
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        self._fresh = False
+        self.answers += 1
+        try:
+            answer = read_answer(line.decode("utf-8"))
+            if "error" in answer:
+                return Reply("crash", None, f"the target reported an error: {answer['error'][:300]}")
+            return Reply(None, answer)
+        except UnicodeDecodeError as err:
+            problem = f"not UTF-8: {err.reason} at byte {err.start}"
+        except ProtocolError as err:
+            problem = str(err)
+        self.stop()  # what follows the bad line may belong to this request: start clean
+        shown = line[:300].decode("utf-8", "replace")
+        return Reply("protocol", None, f"{problem}: {shown!r}")
+
+
+# --- the run ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Failure:
+    id: str
+    category: str
+    request: dict
+    expected: dict
+    got: object          # the answer, or for crash, timeout and protocol what happened
+    detail: str = ""
+
+    def to_dict(self) -> dict:
+        entry = {"id": self.id, "category": self.category, "input": self.request["text"],
+                 "expected": self.expected, "got": self.got}
+        if self.request.get("options"):
+            entry["options"] = self.request["options"]
+        if self.detail:
+            entry["detail"] = self.detail
+        return entry
+
+
+@dataclass
+class Report:
+    target: str
+    cases: int = 0
+    passed: int = 0
+    failed: list = field(default_factory=list)
+    smallest: dict = field(default_factory=dict)   # category: (the failure shrunk, the id it came from, its length)
+    seconds: float = 0.0
+    starts: int = 0
+    seed: int = 0
+    counts: dict = field(default_factory=dict)      # cases per kind: corpus, generated, mutated
+
+    @property
+    def by_category(self) -> dict:
+        tally = {}
+        for failure in self.failed:
+            tally[failure.category] = tally.get(failure.category, 0) + 1
+        return {c: tally[c] for c in CATEGORIES if c in tally}
+
+    def to_dict(self) -> dict:
+        return {
+            "target": self.target, "cases": self.cases, "passed": self.passed,
+            "failed": [f.to_dict() for f in self.failed],
+            "categories": self.by_category,
+            "smallest": {c: {**shrunk.to_dict(), "id": origin, "original_length": length}
+                         for c, (shrunk, origin, length) in self.smallest.items()},
+            "corpus_version": corpus.VERSION, "protocol": PROTOCOL_VERSION,
+            "seed": self.seed, "kinds": self.counts, "seconds": round(self.seconds, 3), "target_starts": self.starts,
+        }
+
+
+class TargetDoesNotRun(Exception):
+    """The target answered no case: it is not a running parser (a usage error, not a finding)."""
+
+
+def cases(seed: int = 0, generated: int = 200, mutated: int = 200) -> list[corpus.TargetCase]:
+    found = corpus.target_cases()
+    outputs = generate.generated(seed, generated)
+    found += [corpus.TargetCase(f"generated/{i}", {"text": t}, expected_answer({"text": t})) for i, t in enumerate(outputs)]
+    bases = [c.request["text"] for c in found if c.id.startswith("valid/")] + outputs
+    found += [corpus.TargetCase(f"mutated/{i}", {"text": t}, expected_answer({"text": t}))
+              for i, t in enumerate(generate.mutated(seed, mutated, bases))]
+    return found
+
+
+def _judge(target: Target, request: dict, expected: dict) -> tuple[str | None, object, str]:
+    reply = target.ask(request)
+    if reply.category:
+        return reply.category, reply.detail, ""
+    return categorize(expected, reply.answer), reply.answer, ""
+
+
+_ATOMS = sorted(set(tokens.CONTROL_TOKENS), key=len, reverse=True)
+
+
+def _atoms(text: str) -> list[str]:
+    """The text as control tokens and single characters: a shrink step never cuts a token."""
+    out, i = [], 0
+    while i < len(text):
+        if text[i] == "<":
+            token = next((t for t in _ATOMS if text.startswith(t, i)), None)
+            if token:
+                out.append(token)
+                i += len(token)
+                continue
+        out.append(text[i])
+        i += 1
+    return out
+
+
+def shrink(target: Target, failure: Failure, seconds: float) -> Failure:
+    """A smaller input failing in the same category (delta debugging over tokens and characters,
+    each candidate's expected answer from this project's parser), within `seconds`."""
+    deadline = time.monotonic() + seconds
+    options = failure.request.get("options")
+    best = failure
+
+    def attempt(atoms) -> Failure | None:
+        request = {"text": "".join(atoms), **({"options": options} if options else {})}
+        expected = expected_answer(request)
+        category, got, detail = _judge(target, request, expected)
+        return Failure(failure.id, category, request, expected, got, detail) if category == failure.category else None
+
+    atoms = _atoms(failure.request["text"])
+    parts = 2
+    while len(atoms) >= 2 and time.monotonic() < deadline:
+        size = -(-len(atoms) // parts)
+        for start in range(0, len(atoms), size):
+            if time.monotonic() >= deadline:
+                break
+            smaller = attempt(atoms[:start] + atoms[start + size:])
+            if smaller:
+                atoms, best = atoms[:start] + atoms[start + size:], smaller
+                parts = max(parts - 1, 2)
+                break
+        else:
+            if size == 1:
+                break
+            parts = min(parts * 2, len(atoms))
+    return best
+
+
+def run(command: str, *, timeout: float = DEFAULT_TIMEOUT, startup: float = DEFAULT_STARTUP, seed: int = 0,
+        generated: int = 200, mutated: int = 200, shrink_seconds: float = 10.0, progress=None) -> Report:
+    """Send every case to `command`; a Report of what it got wrong. Raises TargetDoesNotRun when
+    the first cases all crash or time out and the target never answered."""
+    start = time.monotonic()
+    todo = cases(seed, generated, mutated)
+    report = Report(command, seed=seed, counts={
+        "corpus": sum(1 for c in todo if not c.id.startswith(("generated/", "mutated/"))),
+        "generated": generated, "mutated": mutated})
+    target = Target(command, timeout, startup)
+    try:
+        for number, case in enumerate(todo, 1):
+            category, got, detail = _judge(target, case.request, case.answer)
+            report.cases += 1
+            if category is None:
+                report.passed += 1
+            else:
+                report.failed.append(Failure(case.id, category, case.request, case.answer, got, detail))
+                if target.answers == 0 and category in ("crash", "timeout") and len(report.failed) >= _NEVER_ANSWERED:
+                    raise TargetDoesNotRun(got)
+            if progress:
+                progress(number, len(todo), report)
+        for category in CATEGORIES:
+            failures = [f for f in report.failed if f.category == category]
+            if failures:
+                first = min(failures, key=lambda f: len(f.request["text"]))
+                report.smallest[category] = (shrink(target, first, shrink_seconds), first.id, len(first.request["text"]))
+    finally:
+        report.starts = target.starts
+        target.close()
+        report.seconds = time.monotonic() - start
+    return report
+
+
+# --- the terminal summary ---------------------------------------------------------------------------
+def _show(value, width: int = 110) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = json.dumps(text, ensure_ascii=False)[1:-1] if isinstance(value, str) else text
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def summary(report: Report) -> str:
+    """The table a maintainer reads: failures per category, then the smallest input of each."""
+    lines = [f"gemma4-lark conformance (corpus {corpus.VERSION}, protocol {PROTOCOL_VERSION}) against: {report.target}",
+             f"{report.cases} cases ({report.counts.get('corpus', 0)} from the corpus, {report.counts.get('generated', 0)} generated,"
+             f" {report.counts.get('mutated', 0)} mutated; seed {report.seed}): {report.passed} passed,"
+             f" {len(report.failed)} failed, in {report.seconds:.1f} s"
+             f" ({1000 * report.seconds / max(report.cases, 1):.1f} ms per case); target started {report.starts} time(s)",
+             ""]
+    if not report.failed:
+        lines.append("The target agrees with the kit on every case.")
+        return "\n".join(lines)
+    tally = report.by_category
+    lines.append(f"{'category':<16}{'failed':>7}  {'first failing case':<44}what it means")
+    for category, meaning in CATEGORIES.items():
+        if category in tally:
+            first = next(f for f in report.failed if f.category == category)
+            lines.append(f"{category:<16}{tally[category]:>7}  {first.id:<44}{meaning}")
+    lines += ["", "Smallest failing input of each category (shrunk; the expected answer is this project's strict parser's):"]
+    for category, (shrunk, origin, length) in report.smallest.items():
+        lines.append(f"  {category}  (from {origin}, {length} -> {len(shrunk.request['text'])} characters)")
+        lines.append(f"    input     {_show(shrunk.request['text'])}")
+        if shrunk.request.get("options"):
+            lines.append(f"    options   {_show(shrunk.request['options'])}")
+        lines.append(f"    expected  {_show(shrunk.expected)}")
+        lines.append(f"    got       {_show(shrunk.got)}")
+    return "\n".join(lines)
