@@ -50,10 +50,13 @@ def tool_lists(n: int, seed: int) -> list[list[dict]]:
 
 
 def specialised(tools: list[dict]) -> list[Export]:
+    """Four exports a tool list: the call, and turns under `auto`, `required` and a named function
+    (the last two without thinking: with it, printing the llguidance export costs seconds a tool
+    list, and the generic exports check the bounded prefix after a thought)."""
     first = tools[0]["function"]["name"]
     return [
         Export("call", {}, tools),
         Export("output", {}, tools),
         Export("output", {"tool_choice": "required", "thinking": False}, tools),
-        Export("output", {"tool_choice": {"type": "function", "function": {"name": first}}}, tools),
+        Export("output", {"tool_choice": {"type": "function", "function": {"name": first}}, "thinking": False}, tools),
     ]
