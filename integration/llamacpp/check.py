@@ -1,7 +1,8 @@
 """`make integration-llamacpp`: the GBNF exports, run by llama.cpp's own grammar matcher, accept
 exactly what llguidance accepts on the same strings (docs/constrained-decoding.md).
 
-    python integration/llamacpp/check.py DRIVER [--seed N] [--tool-lists N] [--examples N] [--walks N]
+    python integration/llamacpp/check.py DRIVER [--seed N] [--tool-lists N] [--examples N]
+                                               [--tool-examples N] [--walks N]
 
 For each export (exports.py), generic and specialised to random tool lists, llguidance runs the
 llguidance export and llama.cpp the GBNF export on every string of strings.py and on random walks
@@ -76,8 +77,8 @@ def cases_from_text(source: str, texts) -> list[Case]:
 
 
 def string_cases(export: Export, n: int, seed: int) -> list[Case]:
-    # n accept-list strings per source (each with its mutants), n // 2 draws of calls wrong in one place
-    """Accept lists with their mutants, reject lists and the corpus, for this export's scope and tools."""
+    """Accept lists with their mutants, reject lists and the corpus, for this export's scope and
+    tools: `n` accept-list strings per source, and `n // 2` draws of calls wrong in one place."""
     cases = []
     for source, strategy in accept_lists(export.scope, export.tools).items():
         drawn = examples(with_mutants(strategy), n, seed)
@@ -132,12 +133,23 @@ def compare(export: Export, llg: LlgMatcher, llama: LlamaMatcher, cases: list[Ca
                                                     described, theirs.describe(len(ids))))
 
 
+_DRAWN: dict[tuple, list[Case]] = {}
+
+
+def drawn_cases(export: Export, args) -> list[Case]:
+    """string_cases, drawn once for the exports that share a scope and tools (the turns' switches
+    change the grammar, not the strings worth asking about)."""
+    key = (export.scope, id(export.tools))
+    if key not in _DRAWN:
+        n = args.examples if export.tools is None else args.tool_examples
+        _DRAWN[key] = string_cases(export, n, args.seed)
+    return _DRAWN[key]
+
+
 def check_export(export: Export, llama: LlamaMatcher, args, tally: Tally) -> None:
     llg = LlgMatcher(export.text("llguidance"))
     llama.load(export.text("gbnf"))
-    n = args.examples if export.tools is None else args.tool_examples
-    cases = string_cases(export, n, args.seed) + walk_cases(llg, llama, args.walks, args.seed)
-    compare(export, llg, llama, cases, tally)
+    compare(export, llg, llama, drawn_cases(export, args) + walk_cases(llg, llama, args.walks, args.seed), tally)
 
 
 def canary(llama: LlamaMatcher, args) -> int:
@@ -170,9 +182,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("driver")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--tool-lists", type=int, default=30, help="random tool lists, four exports each")
+    parser.add_argument("--tool-lists", type=int, default=20, help="random tool lists, four exports each")
     parser.add_argument("--examples", type=int, default=100, help="accept-list strings per source, generic exports")
-    parser.add_argument("--tool-examples", type=int, default=40, help="accept-list strings per source, tool exports")
+    parser.add_argument("--tool-examples", type=int, default=30, help="accept-list strings per source, tool exports")
     parser.add_argument("--walks", type=int, default=20, help="random walks per engine and export")
     args = parser.parse_args()
 

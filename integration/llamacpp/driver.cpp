@@ -68,7 +68,7 @@ struct Matcher {
     }
 
     bool take(llama_token id) {
-        if (allowed({id}).empty()) {
+        if (id < 0 || id >= static_cast<llama_token>(vocab.n_tokens()) || allowed({id}).empty()) {
             return false;
         }
         llama_grammar_accept_impl(*grammar, id);
@@ -115,7 +115,7 @@ int main(int argc, char ** argv) {
             matcher.reset();
             size_t taken = 0;
             for (size_t i = 0; i < k; i++) {
-                llama_token id;
+                llama_token id = -1;
                 in >> id;
                 if (taken == i && matcher.take(id)) {
                     taken++;
@@ -127,7 +127,7 @@ int main(int argc, char ** argv) {
             matcher.reset();
             std::cout << "ok\n";
         } else if (command == "take") {
-            llama_token id;
+            llama_token id = -1;
             in >> id;
             std::cout << (matcher.take(id) ? "ok" : "refused") << "\n";
         } else if (command == "mask") {

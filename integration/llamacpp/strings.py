@@ -17,7 +17,7 @@ from gemma4_lark.render.safety import UnsafeContentError
 
 CORPUS = pathlib.Path(__file__).resolve().parents[2] / "tests" / "conformance"
 STOPS = (tokens.TURN_CLOSE, tokens.TOOL_RESPONSE_OPEN, tokens.EOS)
-MUTANTS = 3  # per accept-list string
+MUTANTS = 6  # per accept-list string
 
 
 # --- accept lists ---------------------------------------------------------------------------
