@@ -67,6 +67,7 @@ integration-xgrammar:
 # (integration/llamacpp/). llama.cpp's grammar sources (src/llama-grammar.cpp, src/unicode*.cpp)
 # come from the llama-cpp-python sdist, which vendors llama.cpp (downloaded once into
 # $(LLAMACPP), never committed); our driver and vocabulary stub are compiled against them.
+# LLAMACPP_ARGS goes to integration/llamacpp/check.py (--seed, --tool-lists, --examples, ...).
 LLAMACPP_PYTHON := 0.3.36
 LLAMACPP := .cache/llamacpp
 LLAMACPP_SDIST := $(LLAMACPP)/llama_cpp_python-$(LLAMACPP_PYTHON).tar.gz
@@ -94,7 +95,7 @@ $(LLAMACPP)/driver: $(LLAMACPP_DRIVER) $(LLAMACPP_OBJ)
 
 integration-llamacpp: $(STAMP) $(LLAMACPP)/driver
 	@echo "llama.cpp $$(cat $(LLAMACPP_COMMIT)), as llama-cpp-python $(LLAMACPP_PYTHON) vendors it"
-	$(BIN)/python integration/llamacpp/check.py $(LLAMACPP)/driver
+	$(BIN)/python integration/llamacpp/check.py $(LLAMACPP)/driver $(LLAMACPP_ARGS)
 
 clean:
 	rm -rf $(VENV) $(XGRAMMAR_VENV) build *.egg-info
