@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # Reinstall only when the project's metadata changes; otherwise this is a no-op.
 STAMP := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: test test-minimum demo bench docs tables fuzz integration integration-xgrammar peers e2e-vllm clean
+.PHONY: test test-minimum demo bench docs tables fuzz integration integration-xgrammar integration-llamacpp peers e2e-vllm clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -66,7 +66,7 @@ INTEGRATION := .cache/integration
 integration: $(STAMP)
 	$(BIN)/python -m pip download -q --no-deps -d $(INTEGRATION) vllm==0.33.0 sglang==0.5.23
 	$(BIN)/python integration/harness.py $(INTEGRATION)
-	GEMMA4_INTEGRATION_CACHE=$(INTEGRATION) $(BIN)/python -m pytest -q -p no:cacheprovider --ignore=integration/xgrammar integration
+	GEMMA4_INTEGRATION_CACHE=$(INTEGRATION) $(BIN)/python -m pytest -q -p no:cacheprovider --ignore=integration/xgrammar --ignore=integration/llamacpp integration
 
 # Opt-in: gemma4-lark against the Gemma 4 parsers of mlx-lm, SGLang and vLLM (bench/peer_bench.py
 # says how it measures). Their wheels are downloaded, not installed (no torch): mlx-lm's parser
@@ -118,6 +118,40 @@ e2e-vllm:
 	$(E2E_VLLM_VENV)/bin/python -m pip install -q .
 	cd integration && ../$(E2E_VLLM_VENV)/bin/python -m e2e_vllm --cache ../$(E2E_VLLM_CACHE) \
 		--table ../$(E2E_VLLM_CACHE)/table.md
+
+# Opt-in: the GBNF exports run by llama.cpp's own grammar matcher, compared with llguidance
+# (integration/llamacpp/). llama.cpp's grammar sources (src/llama-grammar.cpp, src/unicode*.cpp)
+# come from the llama-cpp-python sdist, which vendors llama.cpp (downloaded once into
+# $(LLAMACPP), never committed); our driver and vocabulary stub are compiled against them.
+# LLAMACPP_ARGS goes to integration/llamacpp/check.py (--seed, --tool-lists, --examples, ...).
+LLAMACPP_PYTHON := 0.3.36
+LLAMACPP := .cache/llamacpp
+LLAMACPP_SDIST := $(LLAMACPP)/llama_cpp_python-$(LLAMACPP_PYTHON).tar.gz
+LLAMACPP_TREE := llama_cpp_python-$(LLAMACPP_PYTHON)/vendor/llama.cpp
+LLAMACPP_SRC := $(LLAMACPP)/$(LLAMACPP_TREE)
+LLAMACPP_COMMIT := $(LLAMACPP)/llama_cpp_python-$(LLAMACPP_PYTHON)/.git/modules/vendor/llama.cpp/HEAD
+LLAMACPP_OBJ := $(addprefix $(LLAMACPP)/obj/,llama-grammar.o unicode.o unicode-data.o)
+LLAMACPP_CXX := $(CXX) -std=c++17 -O2 -I$(LLAMACPP_SRC)/include -I$(LLAMACPP_SRC)/ggml/include -I$(LLAMACPP_SRC)/src
+LLAMACPP_DRIVER := integration/llamacpp/driver.cpp integration/llamacpp/vocab_stub.cpp integration/llamacpp/vocab_stub.h
+
+$(LLAMACPP_SDIST): | $(STAMP)
+	$(BIN)/python -m pip download -q --no-deps --no-binary :all: -d $(LLAMACPP) llama-cpp-python==$(LLAMACPP_PYTHON)
+
+$(LLAMACPP_SRC)/src/llama-grammar.cpp: $(LLAMACPP_SDIST)
+	tar -xzf $< -C $(LLAMACPP) $(LLAMACPP_TREE)/src $(LLAMACPP_TREE)/include $(LLAMACPP_TREE)/ggml/include \
+		$(LLAMACPP_COMMIT:$(LLAMACPP)/%=%)
+	touch $@
+
+$(LLAMACPP)/obj/%.o: $(LLAMACPP_SRC)/src/llama-grammar.cpp
+	mkdir -p $(@D)
+	$(LLAMACPP_CXX) -c $(LLAMACPP_SRC)/src/$*.cpp -o $@
+
+$(LLAMACPP)/driver: $(LLAMACPP_DRIVER) $(LLAMACPP_OBJ)
+	$(LLAMACPP_CXX) -Iintegration/llamacpp $(filter %.cpp,$(LLAMACPP_DRIVER)) $(LLAMACPP_OBJ) -o $@
+
+integration-llamacpp: $(STAMP) $(LLAMACPP)/driver
+	@echo "llama.cpp $$(cat $(LLAMACPP_COMMIT)), as llama-cpp-python $(LLAMACPP_PYTHON) vendors it"
+	$(BIN)/python integration/llamacpp/check.py $(LLAMACPP)/driver $(LLAMACPP_ARGS)
 
 clean:
 	rm -rf $(VENV) $(MIN_VENV) $(XGRAMMAR_VENV) $(PEERS_VENV) $(E2E_VLLM_VENV) build *.egg-info

@@ -131,6 +131,10 @@ def gbnf_as_llguidance(gbnf: str) -> str:
     # a token is `<...>` outside a quoted literal or class: read left to right
     lexeme = re.compile(r'(<[^<>\s]+>)|"(?:\\.|[^"\\])*"|\[(?:\\.|[^\]\\])*\]')
     body = lexeme.sub(lambda m: stand_in(m) if m.group(1) else m.group(0), gbnf)
+    # the reader drops an escape's leading zeros (`\U0010ffff` becomes `\U10ffff`, which its
+    # regex refuses): `\uNNNN` and `\UNNNNNNNN` are put in as the characters they stand for
+    escape = re.compile(r"(\\\\)|\\u([0-9a-fA-F]{4})|\\U([0-9a-fA-F]{8})")
+    body = escape.sub(lambda m: m.group(1) or chr(int(m.group(2) or m.group(3), 16)), body)
     # recursive, so that the reader keeps them rules (a token cannot stand inside a terminal)
     body += "".join(f'{n} ::= "@{n}@" | {n} "@"\n' for n in names.values())
     out = gbnf_to_lark(body)

@@ -43,6 +43,21 @@ def test_gbnf_keeps_two_digit_escapes():
     assert "\\x" in constrain.grammar("gbnf", tools=[OPEN])
 
 
+@pytest.mark.parametrize("scope", ["call", "output"])
+def test_gbnf_classes_take_unicode_scalar_values_only(scope):
+    """llama.cpp's decoder reads a lead byte F5-FF as a value beyond U+10FFFF and ED A0-BF as a
+    surrogate, and a negated class takes them (make integration-llamacpp found it): GBNF classes
+    are positive, and stop at U+10FFFF with a gap for the surrogates."""
+    text = constrain.grammar("gbnf", scope=scope, tools=[OPEN])
+    lexemes = re.finditer(r'"(?:\\.|[^"\\])*"|\[((?:\\.|[^\]\\])*)\]', text)  # left to right: literals, classes
+    classes = [m.group(1) for m in lexemes if m.group(1) is not None]
+    assert classes and not any(c.startswith("^") for c in classes)
+    for c in classes:
+        for lo, hi in ir.class_ranges(c):
+            assert hi <= ir.MAX_CODE_POINT and (hi < 0xD800 or lo > 0xDFFF), (c, hex(lo), hex(hi))
+    assert "[\\x00-\\x3b\\x3d-\\ud7ff\\ue000-\\U0010ffff]" in text  # anything but `<`
+
+
 # --- regular rules: linear, however the references are shared ---------------------------------------
 def _diamond_chain(n: int) -> ir.Grammar:
     """r0 refers to r1 on two paths, r1 to r2 on two, ...: 2**n paths, n + 1 rules."""

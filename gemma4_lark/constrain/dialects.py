@@ -724,8 +724,34 @@ def _bnf_char(c: int) -> str:
     return ch
 
 
+# llama.cpp decodes UTF-8 leniently: a lead byte F5 to FF (or F4 then 90 to BF) makes a value
+# beyond U+10FFFF, ED then A0 to BF a surrogate, and a negated class `[^<]` takes them all, though
+# they are no UTF-8 (llguidance refuses them). So GBNF classes are written positive, over Unicode
+# scalar values only: `[^<]` is `[\x00-\x3b\x3d-\ud7ff\ue000-\U0010ffff]`.
+_SURROGATES = (0xD800, 0xDFFF)
+
+
+def _scalar_values(ranges) -> tuple[tuple[int, int], ...]:
+    out = []
+    for lo, hi in ranges:
+        if lo < _SURROGATES[0]:
+            out.append((lo, min(hi, _SURROGATES[0] - 1)))
+        if hi > _SURROGATES[1]:
+            out.append((max(lo, _SURROGATES[1] + 1), hi))
+    if not out:
+        raise ValueError("a character class of surrogates only matches no UTF-8")
+    return tuple(out)
+
+
+def _gbnf_class_char(c: int) -> str:
+    return _bnf_char(c) if c < 0x80 else escape_code_point(c)
+
+
 def _bnf_class(chars: str) -> str:
-    return "[" + class_text(class_ranges(chars), item=_bnf_char) + "]"
+    item = _gbnf_class_char
+    spans = _scalar_values(class_ranges(chars))
+    return "[" + "".join(item(lo) if lo == hi else item(lo) + ("" if hi == lo + 1 else "-") + item(hi)
+                         for lo, hi in spans) + "]"
 
 
 # xgrammar (0.2.9) reads every hex digit after `\x`: `[\x2d\x2e0-9]` is `-`, then U+2E0 to `9`,
