@@ -71,28 +71,37 @@ class Measured:
 
 def _small_size(guard: Guard, run: Callable[[Any], Any]) -> tuple[int, float]:
     """The size at which one run takes between min_time and 2 * min_time (doubled or halved from
-    guard.size, within [64, max_size]), and its time: long enough to time, short enough that the
-    16x run, and a quadratic twin's, stay cheap."""
-    size = guard.size
+    guard.size, within [64, max_size]; halving stops before a run gets shorter than min_time), and
+    its time: long enough to time, short enough that the 16x run, and a quadratic twin's, stay cheap."""
     largest = guard.max_size if guard.max_size is not None else 64 * guard.size
-    run(guard.make(size))  # warm up: parsers built, caches filled
-    while True:
+
+    def timed(size):
         case = guard.make(size)
-        small = best_cpu_seconds(lambda: run(case))
-        if small < guard.min_time and size < largest:
-            size = min(size * 2, largest)
-        elif small >= 2 * guard.min_time and size > 64 and size <= guard.size:
-            size //= 2
-        else:
-            return size, small
+        return best_cpu_seconds(lambda: run(case))
+
+    size = guard.size
+    run(guard.make(size))  # warm up: parsers built, caches filled
+    small = timed(size)
+    while small < guard.min_time and size < largest:
+        size = min(size * 2, largest)
+        small = timed(size)
+    while small >= 2 * guard.min_time and size > 64:
+        half = timed(size // 2)
+        if half < guard.min_time:
+            break
+        size, small = size // 2, half
+    return size, small
 
 
-def measure(guard: Guard, run: Callable[[Any], Any] | None = None, *, repeat: int = 3) -> Measured:
-    """The guard's work (or `run` in its place) at its small size and GROWTH times it."""
-    run = guard.run if run is None else run
-    size, small = _small_size(guard, run)
+def measure(guard: Guard, *, size: int | None = None, repeat: int = 3) -> Measured:
+    """The guard's work at its small size (found, or `size` as given) and GROWTH times it."""
+    if size is None:
+        size, small = _small_size(guard, guard.run)
+    else:
+        small_case = guard.make(size)
+        small = best_cpu_seconds(lambda: guard.run(small_case))
     case = guard.make(size * GROWTH)
-    return Measured(size, small, best_cpu_seconds(lambda: run(case), repeat))
+    return Measured(size, small, best_cpu_seconds(lambda: guard.run(case), repeat))
 
 
 def assert_linear(guard: Guard) -> Measured:
@@ -131,8 +140,9 @@ def assert_catches_quadratic(guard: Guard) -> Measured:
         guard.run(case)
         _spin(int(spins_at_small * (n / size) ** 2))
 
-    twin = Guard(guard.name + " (quadratic twin)", quadratic, lambda n: (n, guard.make(n)), size, size, guard.min_time)
-    result = measure(twin, repeat=1)
+    # measured at the guard's own small size: the quadratic term is calibrated there
+    twin = Guard(guard.name + " (quadratic twin)", quadratic, lambda n: (n, guard.make(n)), size)
+    result = measure(twin, size=size, repeat=1)
     assert result.ratio >= MAX_RATIO, (
         f"{guard.name}: a quadratic twin read only {result.ratio:.1f}x at {GROWTH}x {result.size}: "
         "the guard could not fail")
