@@ -143,11 +143,19 @@ class OpenAIStream:
         `StreamParser.feed` raises (TypeError for a non-str, ValueError for ids a parser cannot
         take, RuntimeError after flush)."""
         marks = None
-        if token_ids is not None:  # the delta's text as reconstructed from its text and ids
-            delta_text, marks = self.parser._align(delta_text, token_ids)
         arguments = self._open
+        # Streamed arguments need the delta's text as reconstructed from its text and ids; whole
+        # calls never do, so the parser aligns them itself (its fast path takes the common delta).
+        aligned = token_ids is not None and (arguments is not None or self.stream_arguments)
+        if aligned:
+            delta_text, marks = self.parser._align(delta_text, token_ids)
         if arguments is None:  # no call being streamed (always so with stream_arguments=False)
-            events = self.parser.feed(delta_text) if marks is None else self.parser._feed_aligned(delta_text, marks)
+            if token_ids is not None and not aligned:
+                events = self.parser.feed(delta_text, token_ids)
+            elif marks is None:
+                events = self.parser.feed(delta_text)
+            else:
+                events = self.parser._feed_aligned(delta_text, marks)
             if self.stream_arguments:
                 start = self._fed  # (stream offsets serve argument streaming only)
                 self._fed = start + len(delta_text)
