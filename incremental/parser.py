@@ -420,11 +420,10 @@ class StreamParser:
         nothing; a second call returns []."""
         if self._finished:
             return []
-        early: list[Event] = []
-        if self._carry:  # the bytes of a character the stream never completed: as the whole text has them
-            carry, self._carry = self._carry, ()
-            early = self._feed_aligned(self._markers._decode(list(carry), skip_special_tokens=False), ())
-        events = early + self._start_events
+        # The ids of a character the stream never completed are no text: an engine's incremental
+        # detokenizer (vLLM's DecodeStream) never sends their bytes, in the stream or the message.
+        self._carry = ()
+        events = self._start_events
         self._start_events = []
         pending = self._pending
         if (pending and self._state is _TEXT and self._pos == self._after_block and not self.strict
