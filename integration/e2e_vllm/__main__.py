@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     args.cache.mkdir(parents=True, exist_ok=True)
     folder = model.build(args.cache / "model", args.template.read_text(encoding="utf-8"))
     decode, prompt_text = model.decoder(folder), model.prompt_text(folder)
+    steps_of, tokenizer = model.deltas(folder), model.tokenizer(folder)
     cases = load(model.vocab(folder))
     print(f"e2e_vllm: {len(cases)} cases x streamed and not, model in {folder}", flush=True)
     deadline = time.monotonic() + args.time_bound
@@ -95,8 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         rows = []
         for case, stream, observed in results:
             raw = decode(observed.prompt_token_ids, observed.token_ids)
+            steps = steps_of(observed.prompt_token_ids, observed.token_ids) if stream else None
             want = None if observed.error is not None else check.expected(
-                case, raw, prompt_text(observed.prompt_token_ids))
+                case, raw, prompt_text(observed.prompt_token_ids), steps, tokenizer)
             rows.append(table.Row(case, stream, observed, raw, want))
         runs[parser] = rows
         figures[parser] = {"start": server.start_seconds, "requests": seconds, "rss": server.peak_rss}

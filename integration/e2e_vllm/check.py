@@ -3,7 +3,11 @@ server's response differs from it.
 
 The reference is `parse_output(raw, tools=..., tool_choice=...)` of the raw output (the token ids
 decoded with the special tokens kept), starting inside a thought when the prompt ends in the
-template's thought prefill, made into a message by `to_openai_message`. Compared, field by field:
+template's thought prefill, made into a message by `to_openai_message`. A streamed response is
+read by the plugin by token id (docs/streaming.md#token-ids: only a marker's special token is a
+marker), so its reference is `StreamParser.for_tokenizer` over the same steps vLLM hands the
+plugin (`model.deltas`): where the model spelled a marker with ordinary tokens, the two differ
+by design, and the non-streamed plugin, which gets text only, follows the text. Compared, field by field:
 the calls (name, in order), their argument JSON text (byte for byte), the content and the
 reasoning. A field that is empty (None or "") on both sides agrees.
 """
@@ -13,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gemma4_incremental import parse_output
+from gemma4_incremental import StreamParser, collect, parse_output
 from gemma4_incremental.openai import to_openai_message
 from gemma4_lark import tokens
 
@@ -31,8 +35,16 @@ class Expected:
     internal: list[str]             # the library's own failures (`code: internal`): bugs, never the output's
 
 
-def expected(case: Case, raw: str, prompt: str) -> Expected:
-    parsed = parse_output(raw, start_in_thinking=prompt.endswith(tokens.THOUGHT_OPEN), **case.parser_options())
+def expected(case: Case, raw: str, prompt: str, steps=None, tokenizer=None) -> Expected:
+    """The reference for a response: of the raw text, or (`steps` and `tokenizer` given: a
+    streamed response) of vLLM's (text, ids) steps read by token id."""
+    options = dict(start_in_thinking=prompt.endswith(tokens.THOUGHT_OPEN), **case.parser_options())
+    if steps is None:
+        parsed = parse_output(raw, **options)
+    else:
+        parser = StreamParser.for_tokenizer(tokenizer, **options)
+        events = [e for text, ids in steps for e in parser.feed(text, token_ids=ids)] + parser.flush()
+        parsed = collect(events)
     message = to_openai_message(parsed)
     calls = []
     for entry in message.get("tool_calls", ()):

@@ -103,6 +103,35 @@ def decoder(folder: Path) -> Callable[[Sequence[int], Sequence[int]], str]:
     return decode
 
 
+def deltas(folder: Path) -> Callable[[Sequence[int], Sequence[int]], list[tuple[str, list[int]]]]:
+    """`deltas(prompt_ids, output_ids)`: the (text, token ids) of each step as vLLM hands them to a
+    streaming parser: one token a step, its text from the same `DecodeStream` (empty while a
+    character is incomplete), and the stop token that ended the output as its id alone (its text
+    is left out of the output). The streamed reference reads these by token id, as the plugin does."""
+    from tokenizers import Tokenizer
+    from tokenizers.decoders import DecodeStream
+
+    backend = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    stop = {backend.token_to_id(t) for t in STOP}
+
+    def steps(prompt_ids: Sequence[int], output_ids: Sequence[int]) -> list[tuple[str, list[int]]]:
+        ids = list(output_ids)
+        last = ids.pop() if ids and ids[-1] in stop else None
+        stream = DecodeStream(ids=list(prompt_ids), skip_special_tokens=False)
+        out = [(stream.step(backend, i) or "", [i]) for i in ids]
+        return out + ([("", [last])] if last is not None else [])
+
+    return steps
+
+
+def tokenizer(folder: Path):
+    """The model's tokenizer (tokenizers' own object: `token_to_id` and `decode`, which
+    `StreamParser.for_tokenizer` takes)."""
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(folder / "tokenizer.json"))
+
+
 def prompt_text(folder: Path) -> Callable[[Sequence[int]], str]:
     """The prompt's token ids as text, special tokens kept."""
     from tokenizers import Tokenizer
