@@ -541,9 +541,11 @@ def _overlap(a: tuple, b: tuple) -> bool:
 
 
 # --- shared spelling --------------------------------------------------------------------------------
-def quote(text: str) -> str:
+def quote(text: str, *, wide: bool = False) -> str:
     """A double-quoted literal every dialect reads alike: `\\"`, `\\\\`, `\\n`, `\\r`, `\\t`, and
-    `\\xNN` for other control characters; everything else as itself."""
+    `\\xNN` for other control characters (`wide`: `\\u00NN`, for the lark dialects: llguidance's
+    lark reader takes no `\\xNN` before 1.8, and vLLM 0.32 ships 1.7.6; GBNF readers mangle `\\u`);
+    everything else as itself."""
     out = []
     for ch in text:
         if ch in '"\\':
@@ -551,7 +553,7 @@ def quote(text: str) -> str:
         elif ch in "\n\r\t":
             out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}[ch])
         elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02x}")
+            out.append(f"\\u{ord(ch):04x}" if wide else f"\\x{ord(ch):02x}")
         else:
             out.append(ch)
     return '"' + "".join(out) + '"'
@@ -648,8 +650,8 @@ class _LarkPrinter:
     def expr(self, e: Expr, *, terminal: bool, top: bool = False) -> str:
         if isinstance(e, Literal):
             if not terminal and e.text in self.split:
-                return " ".join(quote(p) for p in _literal_pieces(e.text))
-            return quote(e.text)
+                return " ".join(quote(p, wide=True) for p in _literal_pieces(e.text))
+            return quote(e.text, wide=True)
         if isinstance(e, Special):
             if terminal:
                 raise ValueError("a special token inside a terminal")
