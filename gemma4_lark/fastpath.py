@@ -88,8 +88,6 @@ def _compiled():
     opens_value = "[" + re.escape(lit("COLON") + lit("LBRACKET") + lit("COMMA")) + "]"
     ends_value = "[" + re.escape(lit("COMMA") + lit("RBRACE") + lit("RBRACKET")) + "]"
     colon = re.escape(lit("COLON"))
-    nulls = "|".join(re.escape(lit(n)) for n in ("NULL_PYTHON", "NULL_OMP"))
-    null = re.compile(f"({opens_value}{blank})(?:{nulls})(?={blank}{ends_value})")
     # A bare word is what the lexer reads there: BARE_WORD, unless it is exactly one of the
     # literal terminals (Lark's lexer gives the literal precedence over a pattern matching it).
     # It must be the lexer's whole match, not a longer one found by backtracking to meet the
@@ -102,14 +100,14 @@ def _compiled():
                        f"(?=({_pattern('BARE_WORD')}))\\4(?={blank}{ends_value})")
     digits = re.compile(f"[0-9]{{{_LONGEST_DIGIT_RUN}}}")
     null_spellings = (lit("NULL_PYTHON"), lit("NULL_OMP"))
-    return (head.match, lit("RBRACE") + lit("TOOL_CALL_CLOSE"), words.sub, null.sub, null_spellings,
+    return (head.match, lit("RBRACE") + lit("TOOL_CALL_CLOSE"), words.sub, null_spellings,
             digits.search, (lit("LBRACE"), lit("LBRACKET")), lit("NULL"))
 
 
 def parse_call(text: str, max_depth: int):
     """The ToolCall `text` decodes to, exactly as the grammar decodes it; or None when this path
     does not take `text` (the LALR path then decides, error or value)."""
-    head, close, words, nulls, null_spellings, digits, (brace, bracket), null = _compiled()
+    head, close, words, null_spellings, digits, (brace, bracket), null = _compiled()
     if len(text) > _LONGEST_BLOCK:
         return None
     start = head(text)
@@ -129,11 +127,17 @@ def parse_call(text: str, max_depth: int):
     template = _PLACEHOLDER.join(structure)
     if template.count(brace) + template.count(bracket) > max_depth or digits(template):
         return None
-    for spelling in null_spellings:
-        if spelling in template:
-            template = nulls(r"\1" + null, template)
-            break
-    template = words(r'\1\3"\2\4"', template)
+    if any(spelling in template for spelling in null_spellings):
+        # A bare word that is exactly `None` or `none` is the null the lexer reads; one that only
+        # holds it (`:None` after a key's colon) stays a word: decided on the lexer's whole match.
+        def quoted(m):
+            if m.group(2) is not None:
+                return f'{m.group(1)}"{m.group(2)}"'
+            word = m.group(4)
+            return m.group(3) + (null if word in null_spellings else f'"{word}"')
+        template = words(quoted, template)
+    else:
+        template = words(r'\1\3"\2\4"', template)
     if strings:
         template = template.replace("%", "%%").replace(_PLACEHOLDER, "%s") % tuple(map(encode_basestring, strings))
     try:

@@ -101,6 +101,15 @@ def test_what_the_fast_path_refuses_gets_the_lalr_answer(text, why):
         assert _typed(g.parse_call(text).arguments) == expected
 
 
+@pytest.mark.parametrize("text", [
+    "<|tool_call>call:f{a::None}<tool_call|>",      # a word that holds a null spelling: ':None'
+    "<|tool_call>call:f{a:x None,b:[none, None]}<tool_call|>",
+    "<|tool_call>call:f{None:None,none: none }<tool_call|>",
+])
+def test_null_spellings_are_null_only_as_the_lexers_whole_word(text):
+    _check(text)  # found by test_hostile_blocks: `a::None` read as ':null'
+
+
 def test_the_depth_limit_is_the_lalr_paths():
     for depth in (1, 5, 64):
         inside = "[" * depth + "]" * depth  # depth + 1 levels with the arguments' braces
