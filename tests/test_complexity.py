@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from conftest import REPO
-from timing import Guard, assert_catches_quadratic, assert_linear
+from timing import Guard, guard_tests
 
 _spec = importlib.util.spec_from_file_location("adversarial_bench", REPO / "bench" / "adversarial_bench.py")
 bench = sys.modules["adversarial_bench"] = importlib.util.module_from_spec(_spec)
@@ -42,9 +42,7 @@ def _parse_guards():
             for entry, shapes in ENTRY_POINTS.items() for shape in shapes]
 
 
-@pytest.mark.parametrize("guard", _parse_guards(), ids=str)
-def test_time_grows_linearly(guard):
-    assert_linear(guard)
+test_time_grows_linearly = guard_tests(_parse_guards())[0]
 
 
 def test_the_shape_table_covers_every_kind_of_repetition():
@@ -112,9 +110,7 @@ def _render_guards():
     return [Guard(name, render, shape, size) for name, (render, shape, size) in _render_entries().items()]
 
 
-@pytest.mark.parametrize("guard", _render_guards(), ids=str)
-def test_render_time_grows_linearly(guard):
-    assert_linear(guard)  # messages, or calls and as many results
+test_render_time_grows_linearly = guard_tests(_render_guards())[0]  # messages, or calls and as many results
 
 
 # --- decoding against the declared tools: typing and validation are linear in the arguments -----
@@ -164,11 +160,7 @@ def _typed_guards():
             for shape, make in shapes.items() for entry, run in entries.items()]
 
 
-@pytest.mark.parametrize("guard", _typed_guards(), ids=str)
-def test_typing_and_validation_grow_linearly(guard):
-    assert_linear(guard)
+test_typing_and_validation_grow_linearly = guard_tests(_typed_guards())[0]
 
 
-@pytest.mark.parametrize("guard", _parse_guards() + _render_guards() + _typed_guards(), ids=str)
-def test_each_guard_can_fail(guard):
-    assert_catches_quadratic(guard)
+test_each_guard_can_fail = guard_tests([], twins=_parse_guards() + _render_guards() + _typed_guards())[1]

@@ -13,7 +13,7 @@ from gemma4_incremental.openai import OpenAIStream, to_openai_message
 from stream_helpers import counter_ids
 import pytest
 
-from timing import Guard, assert_catches_quadratic, assert_linear
+from timing import Guard, guard_tests
 
 D = '<|"|>'
 OPEN = "<|tool_call>call:f"
@@ -47,14 +47,7 @@ GUARDS = [Guard(name, _stream_all, lambda n, make=make, size=size: _pieces(make(
           for name, (make, size) in SHAPES.items()]
 
 
-@pytest.mark.parametrize("guard", GUARDS, ids=str)
-def test_streaming_arguments_end_to_end_is_linear_in_every_shape(guard):
-    assert_linear(guard)
-
-
-@pytest.mark.parametrize("guard", GUARDS, ids=str)
-def test_each_streaming_guard_can_fail(guard):
-    assert_catches_quadratic(guard)
+test_streaming_arguments_end_to_end_is_linear_in_every_shape, test_each_streaming_guard_can_fail = guard_tests(GUARDS)
 
 
 def test_every_shape_accumulates_to_the_message():

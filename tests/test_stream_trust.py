@@ -18,7 +18,7 @@ from gemma4_lark.diagnostics import Diagnostic
 from gemma4_lark.reference import decode_call, decode_calls
 
 from stream_helpers import assert_tiles, merged, run, split_every
-from timing import best_cpu_seconds
+from timing import Guard, guard_tests
 
 D = '<|"|>'
 CALL = "<|tool_call>call:get_weather{city:" + D + "Paris" + D + "}<tool_call|>"
@@ -46,13 +46,10 @@ RECOVERY_SHAPES = {
 }
 
 
-@pytest.mark.parametrize("shape", sorted(RECOVERY_SHAPES))
-def test_lenient_stream_is_linear_in_the_number_of_recoveries(shape):
-    """4x the input must cost well under 16x (quadratic) the time: the guard allows 8x."""
-    small, large = (RECOVERY_SHAPES[shape](n) for n in (25_000, 100_000))
-    t_small = best_cpu_seconds(lambda: parse_output(small))
-    t_large = best_cpu_seconds(lambda: parse_output(large))
-    assert t_large < 8 * t_small + 0.05, (shape, t_small, t_large)
+_RECOVERY_GUARDS = [Guard(f"lenient {name}", parse_output, shape, 2_000, 200_000)
+                    for name, shape in sorted(RECOVERY_SHAPES.items())]
+test_lenient_stream_is_linear_in_the_number_of_recoveries, test_each_recovery_guard_can_fail = guard_tests(
+    _RECOVERY_GUARDS, twins=_RECOVERY_GUARDS[:1])
 
 
 def test_diagnostics_are_bounded_per_call_and_cover_the_rest():
@@ -469,11 +466,7 @@ BARE_SHAPES = {
 }
 
 
-@pytest.mark.parametrize("shape", sorted(BARE_SHAPES))
-def test_bare_blocks_cost_linear_time(shape):
-    """4x the input must cost well under 16x (quadratic) the time: the guard allows 8x."""
-    small, large = (BARE_SHAPES[shape](n) for n in (25_000, 100_000))
-    for chunks in (lambda t: [t], lambda t: split_every(t, 7)):
-        t_small = best_cpu_seconds(lambda: run(chunks(small)))
-        t_large = best_cpu_seconds(lambda: run(chunks(large)))
-        assert t_large < 8 * t_small + 0.05, (shape, t_small, t_large)
+_BARE_GUARDS = [Guard(f"{name}, {label}", run, lambda n, shape=shape, chunks=chunks: chunks(shape(n)), 2_000, 200_000)
+                for name, shape in sorted(BARE_SHAPES.items())
+                for label, chunks in (("whole", lambda t: [t]), ("chunks of 7", lambda t: split_every(t, 7)))]
+test_bare_blocks_cost_linear_time, test_each_bare_block_guard_can_fail = guard_tests(_BARE_GUARDS, twins=_BARE_GUARDS[:1])

@@ -147,3 +147,20 @@ def assert_catches_quadratic(guard: Guard) -> Measured:
         f"{guard.name}: a quadratic twin read only {result.ratio:.1f}x at {GROWTH}x {result.size}: "
         "the guard could not fail")
     return result
+
+
+def guard_tests(guards: list[Guard], *, twins: list[Guard] | None = None):
+    """The two tests every family of guards has: each guard's work is linear, and each guard (or
+    each of `twins`, a representative few where the family is large and its twins cost alike) can
+    fail. Bind both at module level: `test_linear, test_can_fail = guard_tests(GUARDS)`."""
+    import pytest
+
+    @pytest.mark.parametrize("guard", guards, ids=str)
+    def test_linear(guard):
+        assert_linear(guard)
+
+    @pytest.mark.parametrize("guard", guards if twins is None else twins, ids=str)
+    def test_can_fail(guard):
+        assert_catches_quadratic(guard)
+
+    return test_linear, test_can_fail
