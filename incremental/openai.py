@@ -80,7 +80,9 @@ class OpenAIStream:
     `delta[reasoning_field]` ("reasoning_content" as vLLM, SGLang and DeepSeek send them;
     "reasoning" as others do). Raises TypeError for a parser that is not a StreamParser or a
     reasoning_field that is not a str, ValueError for one that is empty or a delta's own key
-    (`role`, `content`, `tool_calls`...).
+    (`role`, `content`, `tool_calls`...). `after_thought`: a thought went out before this stream's
+    first delta (a server's reasoning parser took the output's opening one): the stream's first
+    thought is then joined to it by a newline, as `to_openai_message` joins every thought.
 
     With `stream_arguments`, a delta that is all content of a call's string argument goes out
     without going through `parser` at once: the parser gets it with the next delta that may
@@ -88,7 +90,8 @@ class OpenAIStream:
     """
 
     def __init__(self, parser: StreamParser, *, stream_arguments: bool = False, reasoning_field: str = "reasoning_content",
-                 model: str = "gemma-4", completion_id: str | None = None, created: int | None = None):
+                 model: str = "gemma-4", completion_id: str | None = None, created: int | None = None,
+                 after_thought: bool = False):
         if not isinstance(parser, StreamParser):
             raise TypeError(f"parser must be a StreamParser, not {type(parser).__name__}")
         if not isinstance(reasoning_field, str):
@@ -107,7 +110,7 @@ class OpenAIStream:
                             "object": "chat.completion.chunk",
                             "created": created if created is not None else int(time.time()), "model": model}
         self._role_sent = False
-        self._thoughts = 0     # thoughts begun: the second and later are joined by a newline
+        self._thoughts = int(bool(after_thought))  # thoughts begun: the second and later are joined by a newline
         self._calls_sent = 0   # the next tool_calls index
         self._calls_done = 0   # calls sent complete (not void)
         self._errors_sent = 0  # the next tool_call_errors index

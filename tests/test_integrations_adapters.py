@@ -190,8 +190,11 @@ def accumulate(deltas):
     return content or None, ("".join(thoughts) if thoughts else None), calls
 
 
+TWO_THOUGHTS = ('<|channel>thought\nPlan.<channel|><|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>'
+                '<|channel>thought\nAgain.<channel|>Done.')
 OUTPUTS = [TEXT, "Plain answer.", '<|tool_call>calldone{}<tool_call|><|tool_call>call:g{q:1}<tool_call|>',
-           "<|channel>thought\nx<|tool_call>call:f{}<tool_call|>", '<|tool_call>call:write{path:<|"|>/tmp']
+           "<|channel>thought\nx<|tool_call>call:f{}<tool_call|>", '<|tool_call>call:write{path:<|"|>/tmp', TWO_THOUGHTS,
+           "Answer first.<|channel>thought\nThen a thought.<channel|>"]
 
 
 @pytest.mark.parametrize("text", OUTPUTS)
@@ -229,6 +232,30 @@ def test_vllm_calls_go_whole_by_default_and_with_parallel_tool_calls_false(adapt
         assert (len(fragments) > 2) is streamed
         _, _, calls = accumulate(serve(vllm, lenient, 2, tool_parser=parser, request=request))
         assert [c["error"] is None for c in calls.values()] == ([False, True] if streamed else [True])
+
+
+@pytest.mark.parametrize("size", [1, 5, 1000])
+def test_vllm_a_second_thought_is_joined_to_the_one_the_reasoning_parser_sent(adapters, size):
+    """The reasoning parser takes the opening thought (or the prompt's prefilled one), the tool
+    parser a later one: the client gets them joined by a newline, as the non-streamed message has
+    them (`make e2e-vllm` found them run together)."""
+    vllm, _ = adapters
+    later = '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|><|channel>thought\nAgain.<channel|>'
+    for prompt, text, want in ((PROMPT, TWO_THOUGHTS, "Plan.\nAgain."), (PREFILLED, "Plan.<channel|>" + later, "Plan.\nAgain."),
+                               (PREFILLED, "<channel|>" + later, "\nAgain."), (PROMPT, later, "Again.")):
+        assert accumulate(serve(vllm, text, size, prompt=prompt))[1] == want
+
+
+def test_vllm_tool_parser_pairs_only_with_the_fresh_reasoning_parser_built_before_it(adapters):
+    vllm, _ = adapters
+    rp = vllm.Gemma4LarkReasoningParser(TOKENIZER)
+    assert vllm.Gemma4LarkToolParser(TOKENIZER, REQUEST.tools)._reasoning is rp
+    assert vllm.Gemma4LarkToolParser(TOKENIZER, REQUEST.tools)._reasoning is None  # taken once
+    vllm.Gemma4LarkReasoningParser(Tokenizer())
+    assert vllm.Gemma4LarkToolParser(TOKENIZER, REQUEST.tools)._reasoning is None  # another tokenizer
+    used = vllm.Gemma4LarkReasoningParser(TOKENIZER)
+    used.extract_reasoning_streaming("", "<|channel>thought\nx", "<|channel>thought\nx", [], [T], [T])
+    assert vllm.Gemma4LarkToolParser(TOKENIZER, REQUEST.tools)._reasoning is None  # already streaming
 
 
 def test_vllm_prefilled_prompt_and_no_reasoning_parser(adapters):

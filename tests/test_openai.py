@@ -431,3 +431,12 @@ test_streaming_arguments_is_linear, test_the_argument_stream_guard_can_fail = gu
 
 
 D_ = '<|"|>'
+
+
+def test_after_thought_joins_the_first_thought_to_one_sent_before():
+    def reasoning(**options):
+        stream = OpenAIStream(StreamParser(), completion_id="c", created=0, **options)
+        chunks = stream.feed("<|channel>thought\nB<channel|>ok<|channel>thought\nC<channel|>") + stream.flush()
+        return "".join(c["choices"][0]["delta"].get("reasoning_content", "") for c in chunks if c["choices"])
+
+    assert reasoning() == "B\nC" and reasoning(after_thought=True) == "\nB\nC"

@@ -124,12 +124,14 @@ class ToolCallDeltas:
     stream ends, `finish()`. Nothing of a block that fails is ever sent as a call that can run: by
     default calls go whole once decoded; with `stream_arguments` (opt-in) a failed entry is voided
     (arguments never complete JSON, an `error` key); either way its raw text goes out as content
-    (docs/serving.md)."""
+    (docs/serving.md). `after_thought`: a reasoning parser sent the output's opening thought (see
+    `OpenAIStream`)."""
 
     REASONING_FIELD = "reasoning"
 
-    def __init__(self, parser: StreamParser, *, stream_arguments: bool = False):
-        self.stream = OpenAIStream(parser, stream_arguments=stream_arguments, reasoning_field=self.REASONING_FIELD)
+    def __init__(self, parser: StreamParser, *, stream_arguments: bool = False, after_thought: bool = False):
+        self.stream = OpenAIStream(parser, stream_arguments=stream_arguments, reasoning_field=self.REASONING_FIELD,
+                                   after_thought=after_thought)
 
     def feed(self, text: str, token_ids: Sequence[int] | None = None) -> Delta:
         """The delta `text` (and its `token_ids`, for a parser made by `StreamParser.for_tokenizer`)
@@ -216,6 +218,12 @@ class ThoughtGate:
         if self._markers is None:
             return StreamParser(**options)
         return StreamParser.for_tokenizer(self._tokenizer, **options)
+
+    @property
+    def opened(self) -> bool:
+        """Whether the output opened with a thought (or started in one): what comes after it that
+        is a thought too is a second one, joined to it by a newline."""
+        return self._parser is not None
 
     def feed(self, text: str, token_ids: Sequence[int] | None = None) -> tuple[str | None, str, str | None]:
         if self.ended:

@@ -20,6 +20,7 @@ and a module named `vllm` would replace vLLM itself.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -89,6 +90,22 @@ class _StrippedCheck:
                                marker)
 
 
+# vLLM's Parser builds a request's reasoning parser, then its tool parser, in one call, and gives
+# neither the other. The tool parser needs one fact of its reasoning parser: whether that sent the
+# output's opening thought (a later thought is then joined to it by a newline). So each reasoning
+# parser waits here, per thread, for the tool parser built next with the same tokenizer.
+_unpaired = threading.local()
+
+
+def _reasoning_pair(tokenizer: Any) -> "Gemma4LarkReasoningParser | None":
+    reasoning = getattr(_unpaired, "parser", None)
+    _unpaired.parser = None
+    # one built for another request (a process that builds reasoning parsers alone) has been fed
+    if reasoning is None or reasoning.model_tokenizer is not tokenizer or reasoning._gate is not None:
+        return None
+    return reasoning
+
+
 class Gemma4LarkToolParser(_StrippedCheck, ToolParser):
     """Gemma 4 tool calls through `StreamParser`/`OpenAIStream`, each call sent whole once its
     block has been decoded: every entry a client accumulates is a call it can run, nothing of a
@@ -116,6 +133,7 @@ class Gemma4LarkToolParser(_StrippedCheck, ToolParser):
         # vLLM strips the calls of a "none" request (its default without tools) from each delta,
         # but not from what finish_streaming returns: a void marker there reached clients alone.
         self._drop_calls = False
+        self._reasoning = _reasoning_pair(tokenizer)
 
     def _options(self, request: Any) -> dict[str, Any]:
         options = stream_parser_options(getattr(request, "tools", None), getattr(request, "tool_choice", None))
@@ -157,7 +175,8 @@ class Gemma4LarkToolParser(_StrippedCheck, ToolParser):
                 logger.warning("the tokenizer (%s) has no convert_tokens_to_ids and decode: markers are read by"
                                " text, so text that spells one counts as one", type(self.model_tokenizer).__name__)
                 parser = StreamParser(**options)
-            self._deltas = ToolCallDeltas(parser, stream_arguments=streamed)
+            gate = self._reasoning._gate if self._reasoning is not None else None
+            self._deltas = ToolCallDeltas(parser, stream_arguments=streamed, after_thought=gate is not None and gate.opened)
             self._drop_calls = plain(getattr(request, "tool_choice", None)) == "none"
         # The engine's ids: only a marker's special token is a marker, and ids whose text the
         # delta lacks (speculative decoding, skipped special tokens) are decoded.
@@ -210,6 +229,7 @@ class Gemma4LarkReasoningParser(_StrippedCheck, ReasoningParser):
         self._start_in_thinking = False
         self._prompt_known = False
         self._gate: ThoughtGate | None = None
+        _unpaired.parser = self  # for the tool parser vLLM builds next (see _reasoning_pair)
 
     @property
     def reasoning_start_str(self) -> str:
