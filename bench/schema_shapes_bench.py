@@ -44,6 +44,13 @@ def wide_object(n: int) -> list:
                   "required": [f"p{i}" for i in range(0, n, 2)]})
 
 
+def open_object(n: int) -> list:
+    """n optional properties and any other key (`additionalProperties: true`): after each member
+    every later key may come, beside the lexeme of the undeclared keys, for llguidance's greedy check."""
+    return _tool({"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(n)},
+                  "additionalProperties": True})
+
+
 def deep_object(n: int) -> list:
     schema: dict = {"type": "string"}
     for i in range(n):
@@ -93,6 +100,7 @@ SHAPES = {
     "anyof_oneof": (anyof_oneof, (4, 8, 12, 16, 20, 30)),
     "at_least_one": (at_least_one, (16, 32, 64, 128, 256, 512)),
     "wide_object": (wide_object, (32, 64, 128, 256, 512)),
+    "open_object": (open_object, (64, 128, 256, 512, 1024)),
     "deep_object": (deep_object, (4, 8, 16, 32, 60)),
     "long_enum": (long_enum, (64, 128, 256, 512, 1024)),
     "tagged_union": (tagged_union, (8, 16, 32, 64, 128)),

@@ -16,6 +16,7 @@ All printers write the same language; only lexing hints and spellings differ.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Callable
 
@@ -91,7 +92,8 @@ def reachable(grammar: Grammar) -> list[str]:
 _Unit = tuple  # ("lit", text) | ("cls", chars) | ("term", rule) | ("re", expr) | ("sp", token)
 
 
-def _literal_pieces(text: str) -> list[str]:
+@functools.lru_cache(maxsize=4096)  # asked once per lexeme per point: bounded, tools come from clients
+def _literal_pieces(text: str) -> tuple[str, ...]:
     """A literal as its separators one by one and the runs of word characters between them."""
     pieces: list[str] = []
     for ch in text:
@@ -99,7 +101,7 @@ def _literal_pieces(text: str) -> list[str]:
             pieces[-1] += ch
         else:
             pieces.append(ch)
-    return pieces
+    return tuple(pieces)
 
 
 class _Lexemes:
@@ -112,6 +114,7 @@ class _Lexemes:
         self.first: dict[str, tuple[frozenset, bool]] = {}
         self.rule_starts: dict[str, frozenset] = {}
         self.siblings: set[frozenset] = set()
+        self._inline: dict[int, bool] = {}  # by id: hashing a frozen expression walks all of it
         rules = [n for n in reachable(grammar) if n not in folded]
         components = _components({n: [r for r in refs(grammar.rules[n]) if r not in folded] for n in rules})
         # each pass in the order of the components (callees first, or callers first), iterated
@@ -138,6 +141,12 @@ class _Lexemes:
                     self.walk(grammar.rules[name], self.follow[name], record=False)
         for name in rules:
             self.walk(grammar.rules[name], self.follow[name], record=True)
+
+    def inline(self, e: Repeat) -> bool:
+        known = self._inline.get(id(e))
+        if known is None:
+            known = self._inline[id(e)] = _inline(e)
+        return known
 
     def units(self, e: Expr) -> list:
         if isinstance(e, Literal):
@@ -171,7 +180,7 @@ class _Lexemes:
             parts = [self.first_of(o) for o in e.options]
             return frozenset().union(*(p[0] for p in parts)), any(p[1] for p in parts)
         if isinstance(e, Repeat):
-            if _inline(e):
+            if self.inline(e):
                 return frozenset({("re", e)}), e.min == 0
             first, empty = self.first_of(e.item)
             return first, empty or e.min == 0
@@ -197,7 +206,7 @@ class _Lexemes:
         if isinstance(e, Choice):
             return frozenset().union(*(self.starts(o, after) for o in e.options))
         if isinstance(e, Repeat):
-            if _inline(e):
+            if self.inline(e):
                 return frozenset({(("re", e), after)})
             again = self.first_of(e.item)[0] if e.max is None or e.max > 1 else frozenset()
             return self.starts(e.item, after | again)
@@ -217,7 +226,7 @@ class _Lexemes:
         elif isinstance(e, Choice):
             for option in e.options:
                 self._follow_units(option, then, follow)
-        elif isinstance(e, Repeat) and not _inline(e):
+        elif isinstance(e, Repeat) and not self.inline(e):
             again = self.first_of(e.item)[0] if e.max is None or e.max > 1 else frozenset()
             self._follow_units(e.item, then | again, follow)
 
@@ -251,7 +260,7 @@ class _Lexemes:
         elif isinstance(e, Choice):
             for option in e.options:
                 self.walk(option, then, record=record)
-        elif isinstance(e, Repeat) and not _inline(e):
+        elif isinstance(e, Repeat) and not self.inline(e):
             if e.max is None or e.max > 1:
                 units = frozenset(u for u, _ in then) | self.first_of(e.item)[0]
                 then = then | self.starts(e.item, units)
@@ -453,35 +462,48 @@ class _Automata:
             return frozenset(out)
         return frozenset()  # a special token: no text
 
-    def runs_past(self, a: _Unit, b: _Unit, followers: frozenset) -> bool:
+    def runs_past(self, a: _Unit, b: _Unit, followers: frozenset, classes: frozenset) -> bool:
         """Whether the greedy lexer, offered `a` and `b` at one point, can take a text of `a`
         and the start of what follows it (a lexeme of `followers`) for the start of `b`, and
         then find neither `b` complete nor any way on: some text of `a`, then two or more
         characters that start a follower, of which all but the last keep `b` alive (and
-        incomplete) and the last ends it while the follower goes on."""
+        incomplete) and the last ends it while the follower goes on. `classes`: the character
+        classes of every lexeme checked this round, so that each lexeme's automaton is built
+        once, not once per partner (a lexeme of n keys against n keys: n^2)."""
         if a[0] == "sp" or b[0] == "sp":
             return False
-        if a[0] == "lit" and b[0] == "term" and len(a[1]) not in self.reach(Ref(b[1]), a[1], frozenset({0})):
-            return False  # no text of `b` starts with the literal: cheap to tell, no automaton
+        if (a[0] == "lit" and b[0] == "term" and (b, classes) not in self.dfas
+                and len(a[1]) not in self.reach(Ref(b[1]), a[1], frozenset({0}))):
+            return False  # no text of `b` starts with the literal: cheap to tell before `b` has an automaton
         for n in followers:
             if n[0] == "sp":
                 continue
-            classes = self.classes(a) | self.classes(b) | self.classes(n)
-            (da, live_a), (db, live_b), (dn, live_n) = (self.dfa(u, classes) for u in (a, b, n))
-            atoms = range(len(self.alphabets[classes].atoms))
+            (db, live_b), (dn, live_n) = (self.dfa(u, classes) for u in (b, n))
+            alphabet = self.alphabets[classes]
+            atoms = range(len(alphabet.atoms))
             # phase 1: `a` and `b` side by side until `a` is complete
-            seen = {(da.start, db.start)}
-            stack = [(da.start, db.start)]
             after_a = set()
-            while stack:
-                qa, qb = stack.pop()
-                for x in atoms:
-                    pair = (da.trans[qa][x], db.trans[qb][x])
-                    if pair[0] in live_a and pair[1] in live_b and pair not in seen:
-                        seen.add(pair)
-                        stack.append(pair)
-                        if pair[0] in da.accept:
-                            after_a.add(pair[1])
+            if a[0] == "lit":  # one path: `b` read along it (no automaton for each literal)
+                qb = db.start
+                for ch in a[1]:
+                    qb = db.trans[qb][alphabet.atom_of(ord(ch))]
+                    if qb not in live_b:
+                        break
+                else:
+                    after_a.add(qb)
+            else:
+                da, live_a = self.dfa(a, classes)
+                seen = {(da.start, db.start)}
+                stack = [(da.start, db.start)]
+                while stack:
+                    qa, qb = stack.pop()
+                    for x in atoms:
+                        pair = (da.trans[qa][x], db.trans[qb][x])
+                        if pair[0] in live_a and pair[1] in live_b and pair not in seen:
+                            seen.add(pair)
+                            stack.append(pair)
+                            if pair[0] in da.accept:
+                                after_a.add(pair[1])
             # phase 2: the follower and `b`; its first character leaves `a` complete behind it,
             # so `b` must survive it and die on a later one, incomplete before it
             seen2 = set()
@@ -518,6 +540,9 @@ def greedy_safe(grammar: Grammar, regular: frozenset[str]) -> tuple[frozenset[st
     while True:
         lex = _Lexemes(grammar, folded, split)
         unfold, more_split = set(), set()
+        pairs = {pair for group in lex.siblings for pair in group}
+        units = {u for u, _ in pairs}.union(*{after for _, after in pairs})
+        classes = frozenset().union(*(automata.classes(u) for u in units if u[0] != "sp"))
         for group in lex.siblings:
             for b, _ in group:
                 if b[0] not in ("term", "lit") or (b[0] == "lit" and len(_literal_pieces(b[1])) < 2):
@@ -527,7 +552,7 @@ def greedy_safe(grammar: Grammar, regular: frozenset[str]) -> tuple[frozenset[st
                         continue
                     key = (a, b, after)
                     if key not in verdicts:
-                        verdicts[key] = automata.runs_past(a, b, after)
+                        verdicts[key] = automata.runs_past(a, b, after, classes)
                     if verdicts[key]:
                         (unfold if b[0] == "term" else more_split).add(b[1])
                         break

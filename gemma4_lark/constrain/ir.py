@@ -11,6 +11,7 @@ Expressions are small frozen values; a `Grammar` names rules and says which one 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Mapping, Union
 
@@ -102,6 +103,7 @@ MAX_CODE_POINT = 0x10FFFF
 _SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "f": "\f", "v": "\v"}
 
 
+@functools.lru_cache(maxsize=4096)  # the exports ask for each class many times; bounded: tools come from clients
 def class_ranges(chars: str) -> tuple[tuple[int, int], ...]:
     """The code points of `CharClass(chars)`, as sorted, disjoint, non-adjacent (lo, hi) ranges.
 
