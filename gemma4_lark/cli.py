@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import re
+import select
 import sys
 from contextlib import contextmanager
 from importlib import metadata
@@ -58,17 +59,32 @@ class NotUTF8(CommandError):
         self.reason = not_utf8(err, offset)
 
 
+_READ_BYTES = 1 << 20
+
+
+def _read_all(stream) -> bytes | str:
+    """All of `stream`, a megabyte at a time, stopping when standard output's reader has gone."""
+    pieces = []
+    while True:
+        piece = stream.read(_READ_BYTES)
+        if not piece:
+            break
+        pieces.append(piece)
+        check_reader()
+    return (pieces[0][:0] if pieces else b"").join(pieces)
+
+
 def read_text(path: str) -> str:
     """The whole input as text. Decoding the bytes in one piece gives UTF-8 errors their offset in
     the file, not in some read buffer."""
     name = display_name(path)
     if path == "-":
-        data = stdin_binary().read()
+        data = _read_all(stdin_binary())
         if isinstance(data, str):  # a text stream standing in for stdin (tests, embedding)
             return data
     else:
         with open(path, "rb") as f:
-            data = f.read()
+            data = _read_all(f)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -118,6 +134,28 @@ class _ReaderGone(Exception):
 
 class _OutputFailed(Exception):
     """Standard output cannot be written (closed descriptor, full disk)."""
+
+
+_POLL: dict = {}  # file descriptor -> its select.poll (registered once)
+
+
+def check_reader() -> None:
+    """Raise _ReaderGone when standard output is a pipe or socket whose reader has closed it. For
+    the commands that write little as they go (validate, parse --format summary), asked between
+    pieces of work, so `| head -1` stops them early rather than at the end of their input: without
+    a write, nothing else would tell. Nothing where it cannot tell (not a pipe, no select.poll)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (tests capture it)
+        return
+    poller = _POLL.get(fd)
+    if poller is None:
+        if not hasattr(select, "poll"):
+            return
+        poller = _POLL[fd] = select.poll()
+        poller.register(fd, 0)  # POLLERR and POLLHUP are always reported
+    if any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0)):
+        raise _ReaderGone()
 
 
 class _GuardedStdout:
@@ -218,6 +256,8 @@ def _jsonl_records(path: str, field: str | None):
     try:
         offset = 0
         for number, raw in enumerate(stream, 1):
+            if number % 256 == 0:  # a record's check costs far more than this poll; valid ones print nothing
+                check_reader()
             start, offset = offset, offset + len(raw)
             if isinstance(raw, bytes):
                 try:
@@ -327,6 +367,7 @@ def cmd_validate(args) -> int:
 
     for path in args.files:
         name = display_name(path)
+        check_reader()
         try:
             if args.jsonl:
                 for number, field, output, problem in _jsonl_records(path, args.field):

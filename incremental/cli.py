@@ -8,11 +8,13 @@ import json
 import os
 import sys
 
-from gemma4_lark.cli import CommandError, NotUTF8, add_max_depth, at_least, display_name, optional_dependencies, stdin_binary
+from gemma4_lark.cli import (
+    CommandError, NotUTF8, add_max_depth, at_least, check_reader, display_name, optional_dependencies, stdin_binary,
+)
 from gemma4_lark.events import Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError
 
 from . import demo
-from .output import collect
+from .message_writer import OpenAIMessageWriter
 from .parser import StreamParser
 
 
@@ -72,6 +74,7 @@ def _reads(path: str):
                 # err.object is the bytes the decoder held back from the last read, then this read
                 raise NotUTF8(name, err, consumed - (len(err.object) - len(data))) from None
             consumed += len(data)
+            check_reader()  # the summary and openai formats write little as they go
             yield text
             if not data:
                 return
@@ -157,10 +160,22 @@ def cmd_parse(args) -> int:
                 summary.add(event)
         print(json.dumps(summary.to_dict(), ensure_ascii=False))
         return _exit_code(args, len(summary.errors))
-    result = collect(event for events in batches for event in events)
-    # openai: failed blocks stay in the content and are listed beside it; recovered calls are marked
-    print(json.dumps(result.to_openai(), ensure_ascii=False))
-    return _exit_code(args, len(result.errors))
+    # openai: failed blocks stay in the content and are listed beside it; recovered calls are marked.
+    # Written as it comes (content at once, the rest from temporary files): memory holds one block.
+    # (An input the parser gives up on, nested past --max-depth, leaves the message unfinished.)
+    writer = OpenAIMessageWriter(sys.stdout.write)
+    failed = 0
+    try:
+        for events in batches:
+            for event in events:
+                writer.add(event)
+                failed += isinstance(event, ToolCallError)
+            sys.stdout.flush()
+        writer.close()
+    finally:
+        writer.discard()
+    sys.stdout.write("\n")
+    return _exit_code(args, failed)
 
 
 def _exit_code(args, failed: int) -> int:

@@ -215,6 +215,29 @@ def test_reader_that_goes_away_ends_quietly(argv, tmp_path):
     assert process.wait(timeout=300) == 0 and err == "", err
 
 
+@pytest.mark.parametrize("argv", [["validate", "-"], ["validate", "-", "--jsonl"], ["decode", "-"],
+                                  ["parse", "-", "--format", "summary"], ["parse", "-", "--format", "openai"]],
+                         ids=" ".join)
+def test_a_reader_gone_before_any_output_stops_the_command_early(argv):
+    """`gemma4-lark validate - < huge | consumer` whose consumer leaves: a command that prints
+    nothing while its input is valid still notices, and stops reading, long before the input ends."""
+    record = json.dumps({"output": "<|tool_call>call:f{a:1}<tool_call|> " * 20}) + "\n"
+    piece = (record if "--jsonl" in argv else "<|tool_call>call:f{a:[" + "1," * 30_000 + "1]}<tool_call|>" if argv[0] == "decode"
+             else "Text <|tool_call>call:f{a:1}<tool_call|> " * 2_000).encode()
+    process = subprocess.Popen(GEMMA + argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # the reader is gone before the command writes anything
+    sent, limit = 0, 256 << 20
+    try:
+        while sent < limit:
+            process.stdin.write(piece)
+            sent += len(piece)
+        process.stdin.close()
+    except BrokenPipeError:  # the command stopped reading: what this test wants
+        pass
+    assert process.wait(timeout=300) == 0 and process.stderr.read() == b""
+    assert sent < limit, "the command read all of its input"
+
+
 @pytest.mark.parametrize("argv, needle", [
     (["parse", "ok.txt", "--chunk", "-1"], "--chunk: must be at least 1"),
     (["parse", "ok.txt", "--chunk", "0"], "--chunk: must be at least 1"),
