@@ -293,21 +293,12 @@ class StreamParser:
             raise TypeError(f"chunks must be str, not {type(chunk).__name__}")
         if token_ids is not None or self._marks is not None:
             # Token mode. The common delta: text and no marker id, nothing held back: text,
-            # thought or block content as a whole, whatever it spells (inlined: this runs per token)
+            # thought or block content as a whole, whatever it spells
             if (chunk and token_ids is not None and self._marks is not None and self._marker_ids.isdisjoint(token_ids)
                     and not self._pending
                     and not self._start_events and not self._label_due and not self._finished and not self._oversized):
                 self._carry = ()
-                start = self._pos
-                end = self._pos = start + len(chunk)
-                state = self._state
-                if state is _TEXT:
-                    return [Text(chunk, (start, end))]
-                if state is _THINKING:
-                    return [ThinkingDelta(chunk, (start, end))]
-                events = []
-                self._add_to_block(chunk, start, events)
-                return events
+                return self._plain(chunk)
             return self._feed_ids(chunk, token_ids)
         if self._finished:
             raise RuntimeError("feed() after flush(): the stream is over")
@@ -382,6 +373,8 @@ class StreamParser:
         end = self._pos = start + len(chunk)
         state = self._state
         if state is _TEXT:
+            if start == self._after_block and chunk.isspace():
+                self._after_block = end  # whitespace after a block, as the scan counts it
             return [Text(chunk, (start, end))]
         if state is _THINKING:
             return [ThinkingDelta(chunk, (start, end))]

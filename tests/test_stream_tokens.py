@@ -83,6 +83,7 @@ SAMPLES = [
     THOUGHT + CALL + "<|tool_response>",
     '<|tool_call>call:note{body:<|"|>' + "a long line of text, " * 8 + '<|"|>}<tool_call|>',
     "<|channel>thought\nfirst<channel|>A<|channel>thought\nsecond<channel|>B<eos>",
+    CALL + " \n <|tool_call>",  # an opener after a call and whitespace, then the end: markup, no call
 ]
 
 
