@@ -70,7 +70,9 @@ def load(vocab: dict[str, int], path: Path = REQUESTS) -> list[Case]:
         tools = data["tools"] if spec["tools"] else None
         choice = spec["tool_choice"]
         grammar = None
-        if spec.get("grammar", True):
+        if isinstance(spec.get("grammar"), str):  # one of requests.json's own grammars, by name
+            grammar = data["grammars"][spec["grammar"]]
+        elif spec.get("grammar", True):
             key = json.dumps([spec["tools"], choice, spec["thinking"]])
             if key not in grammars:
                 grammars[key] = constrain.grammar("llguidance", scope="output", tools=tools,
@@ -80,7 +82,10 @@ def load(vocab: dict[str, int], path: Path = REQUESTS) -> list[Case]:
         for seed in spec["seeds"]:
             name = (f"{spec['conversation']}/{choice_name(choice) if spec['tools'] else 'no tools'}"
                     f"/think {'on' if spec['thinking'] else 'off'}{'' if grammar else '/no grammar'}"
+                    f"{'/grammar ' + spec['grammar'] if isinstance(spec.get('grammar'), str) else ''}"
                     f"{'' if spec.get('bias', True) else '/no bias'}/seed {seed}")
             cases.append(Case(name, data["conversations"][spec["conversation"]], tools, choice, spec["thinking"],
-                              grammar, seed, data["max_tokens"], bias if spec.get("bias", True) else {}))
+                              grammar, seed, data["max_tokens"],
+                              {**(bias if spec.get("bias", True) else {}),
+                               **{str(vocab[text]): value for text, value in spec.get("logit_bias", {}).items()}}))
     return cases

@@ -90,6 +90,19 @@ def same_raw(runs: dict[str, list[Row]]) -> str:
     return f"raw outputs identical across the two servers (same seeds): {same}/{len(pairs)}"
 
 
+def quoted_calls(runs: dict[str, list[Row]]) -> list[str]:
+    """What each parser made of the request whose answer quotes a call with ordinary tokens: by
+    token id the quote is content and one call (get_weather) is made; read by text, the quote is a
+    call too (add_note)."""
+    lines = []
+    for parser, rows in runs.items():
+        for row in rows:
+            if "grammar quoted-call" in row.case.name and row.observed.error is None:
+                names = [c["name"] for c in row.observed.calls]
+                lines.append(f"quoted call, `{parser}` {_mode(row.stream)}: calls {names}")
+    return lines
+
+
 def dump(runs: dict[str, list[Row]], path: Path) -> None:
     """Every response, one JSON line each: the request, the raw output, what the client got, what differs."""
     with open(path, "w", encoding="utf-8") as out:
@@ -115,7 +128,7 @@ def report(runs: dict[str, list[Row]], figures: dict[str, dict[str, float]], our
             for name, text in row.diffs.items():
                 print(f"  {name}: {text}")
             print(f"  raw: {json.dumps(row.raw, ensure_ascii=False)}")
-    lines = ["", *summary(runs), "", *per_request(runs), ""]
+    lines = ["", *summary(runs), "", *per_request(runs), "", *quoted_calls(runs), ""]
     if same_raw(runs):
         lines.append(same_raw(runs))
     for parser, f in figures.items():
