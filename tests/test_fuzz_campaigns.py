@@ -14,6 +14,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # fuzz/
 
 from fuzz import corpus, linear, properties, runner  # noqa: E402
 from fuzz.properties import CAMPAIGNS, campaign  # noqa: E402
+from timing import Guard, guard_tests  # noqa: E402
 from gemma4_lark.events import Text  # noqa: E402
 from gemma4_lark.reference import ReferenceScanner  # noqa: E402
 
@@ -34,17 +35,18 @@ def test_campaign(c):
 
 # (shape, entry point, n): the doubling checks of CI, small; `make fuzz` runs every pair, larger.
 TIME_CASES = [
-    ("list-items", "parse_call", 250),
+    # past the accept-only fast path's block size (16 KB), at both sizes: the guard times one path
+    ("list-items", "parse_call", 16384),
     ("delimiter-runs", "decode_call", 250),
     ("calls-in-output", "StreamParser", 250),
     ("tiny-calls", "StreamParser(64-char chunks)", 500),
 ]
 
 
-@pytest.mark.parametrize(("shape", "entry_point", "n"), [
-    pytest.param(shape, entry, n, id=f"{shape}-{entry}") for shape, entry, n in TIME_CASES])
-def test_time_is_linear(shape, entry_point, n):
-    linear.check_time(shape, entry_point, n, repeat=3, min_seconds=0.02, max_chars=1 << 17)
+# timed as every guard of the suite is (tests/timing.py: n against 16n); `make fuzz` uses fuzz/linear's 4x
+_TIME_GUARDS = [Guard(f"{shape}-{entry}", linear.ENTRY_POINTS[entry], linear.SHAPES[shape], n, min_time=0.02)
+                for shape, entry, n in TIME_CASES]
+test_time_is_linear = guard_tests(_TIME_GUARDS)[0]
 
 
 MEMORY_CASES = ["lt-dense-block", "bare-word-block", "cjk-block", "ascii-block"]
