@@ -12,9 +12,15 @@ import json
 import os
 import re
 import select
+import stat
 import sys
 from contextlib import contextmanager
 from importlib import metadata
+
+try:
+    import fcntl
+except ImportError:  # Windows: no way to ask, and no poll either
+    fcntl = None
 
 from . import parser as strict
 from .errors import GemmaSyntaxError
@@ -59,32 +65,17 @@ class NotUTF8(CommandError):
         self.reason = not_utf8(err, offset)
 
 
-_READ_BYTES = 1 << 20
-
-
-def _read_all(stream) -> bytes | str:
-    """All of `stream`, a megabyte at a time, stopping when standard output's reader has gone."""
-    pieces = []
-    while True:
-        piece = stream.read(_READ_BYTES)
-        if not piece:
-            break
-        pieces.append(piece)
-        check_reader()
-    return (pieces[0][:0] if pieces else b"").join(pieces)
-
-
 def read_text(path: str) -> str:
     """The whole input as text. Decoding the bytes in one piece gives UTF-8 errors their offset in
     the file, not in some read buffer."""
     name = display_name(path)
     if path == "-":
-        data = _read_all(stdin_binary())
+        data = stdin_binary().read()
         if isinstance(data, str):  # a text stream standing in for stdin (tests, embedding)
             return data
     else:
         with open(path, "rb") as f:
-            data = _read_all(f)
+            data = f.read()
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -136,25 +127,40 @@ class _OutputFailed(Exception):
     """Standard output cannot be written (closed descriptor, full disk)."""
 
 
-_POLL: dict = {}  # file descriptor -> its select.poll (registered once)
+_POLL: dict = {}  # file descriptor -> its select.poll, or None where nothing can be told
+
+
+def _poller(fd: int):
+    """A poll of `fd` when it is the writing end of a pipe or a socket (where a reader can leave),
+    else None: a file, a terminal or a pipe's reading end never says its reader has gone."""
+    if fcntl is None or not hasattr(select, "poll"):
+        return None
+    try:
+        mode = os.fstat(fd).st_mode
+        writable = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE in (os.O_WRONLY, os.O_RDWR)
+    except OSError:
+        return None
+    if not writable or not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return None
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)  # (POLLERR and POLLHUP are reported whatever the mask)
+    return poller
 
 
 def check_reader() -> None:
     """Raise _ReaderGone when standard output is a pipe or socket whose reader has closed it. For
-    the commands that write little as they go (validate, parse --format summary), asked between
-    pieces of work, so `| head -1` stops them early rather than at the end of their input: without
-    a write, nothing else would tell. Nothing where it cannot tell (not a pipe, no select.poll)."""
+    the loops that write little as they go (validate's records, parse --format summary and
+    openai), asked between pieces of work, so a consumer that leaves stops them early rather than
+    at the end of their input: without a write, nothing else would tell. Asked only between
+    inputs whose problems are already said, so no error on standard error is skipped."""
     try:
         fd = sys.stdout.fileno()
     except (AttributeError, OSError, ValueError):  # not a real file (tests capture it)
         return
-    poller = _POLL.get(fd)
-    if poller is None:
-        if not hasattr(select, "poll"):
-            return
-        poller = _POLL[fd] = select.poll()
-        poller.register(fd, 0)  # POLLERR and POLLHUP are always reported
-    if any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0)):
+    if fd not in _POLL:
+        _POLL[fd] = _poller(fd)
+    poller = _POLL[fd]
+    if poller is not None and any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0)):
         raise _ReaderGone()
 
 
@@ -367,7 +373,6 @@ def cmd_validate(args) -> int:
 
     for path in args.files:
         name = display_name(path)
-        check_reader()
         try:
             if args.jsonl:
                 for number, field, output, problem in _jsonl_records(path, args.field):
@@ -390,6 +395,7 @@ def cmd_validate(args) -> int:
             if args.json:
                 print(json.dumps({"file": name, "valid": False, "error": message}, ensure_ascii=False))
             print(f"gemma4-lark validate: {name}: {message}", file=sys.stderr)
+        check_reader()  # after the file: what it had to say is said
     if several:
         if args.json:
             print(json.dumps({"summary": tally.to_dict(len(args.files))}))

@@ -155,14 +155,18 @@ def cmd_parse(args) -> int:
         return _exit_code(args, failed)
     if args.format == "summary":
         summary = _Summary()
-        for events in batches:
-            for event in events:
-                summary.add(event)
-        print(json.dumps(summary.to_dict(), ensure_ascii=False))
+        try:
+            for events in batches:
+                for event in events:
+                    summary.add(event)
+            print(json.dumps(summary.to_dict(), ensure_ascii=False))
+        except RecursionError:
+            raise CommandError(f"{display_name(args.file)}: a decoded value nests too deeply to write as JSON "
+                               "(lower --max-depth)", code=1) from None
         return _exit_code(args, len(summary.errors))
     # openai: failed blocks stay in the content and are listed beside it; recovered calls are marked.
-    # Written as it comes (content at once, the rest from temporary files): memory holds one block.
-    # (An input the parser gives up on, nested past --max-depth, leaves the message unfinished.)
+    # Gathered in temporary files, written at the end: memory holds about one block, and an input
+    # the command gives up on (not UTF-8, nested too deeply) writes no half message.
     writer = OpenAIMessageWriter(sys.stdout.write)
     failed = 0
     try:
@@ -170,8 +174,10 @@ def cmd_parse(args) -> int:
             for event in events:
                 writer.add(event)
                 failed += isinstance(event, ToolCallError)
-            sys.stdout.flush()
         writer.close()
+    except RecursionError:
+        raise CommandError(f"{display_name(args.file)}: a decoded value nests too deeply to write as JSON "
+                           "(lower --max-depth)", code=1) from None
     finally:
         writer.discard()
     sys.stdout.write("\n")

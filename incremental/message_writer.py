@@ -1,11 +1,11 @@
-"""`to_openai_message` as JSON text, written while the events come: memory bounded by one event.
+"""`to_openai_message` as JSON text, gathered while the events come: memory bounded by one event.
 
 The message is `{"role": ..., "content": ..., "reasoning_content": ..., "tool_calls": [...],
 "tool_call_errors": [...]}`, the text `json.dumps(to_openai_message(...), ensure_ascii=False)`
-gives, byte for byte. Content is written as it comes. Thoughts, calls and failed blocks come
-after it in the message but arrive among it, so they wait in temporary files (in memory up to a
-megabyte each, then on disk) and are copied out at the end: a 50 MB output never sits in memory,
-whatever it holds.
+gives, byte for byte. Its parts arrive interleaved (text, thoughts, calls, failed blocks), so each
+waits, escaped, in a temporary file of its own (in memory up to a megabyte, then on disk) and
+`close()` writes them out in order: a 50 MB output never sits in memory, whatever it holds, and a
+stream that fails midway writes nothing (`discard()`), not half a message.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def _escaped(text: str) -> str:
 
 
 class _Part:
-    """One of the message's later keys: a JSON string or list, kept in a spooled file until the end."""
+    """One of the message's keys: a JSON string or list, kept in a spooled file until the end."""
 
     def __init__(self, key: str, opener: str):
         self.key, self.opener = key, opener
@@ -63,26 +63,20 @@ class _Part:
 
 class OpenAIMessageWriter:
     """Events of one stream in (`add`), the assistant message out through `write` (any callable
-    taking a str, e.g. `sys.stdout.write`); `close()` writes the rest and ends the message.
-    Content goes out as it comes; what follows it in the message waits in temporary files."""
+    taking a str, e.g. `sys.stdout.write`) when `close()` is called, in pieces."""
 
     def __init__(self, write: Callable[[str], object]):
         self._write = write
-        self._content = False  # whether the content string is open (some text was written)
+        self._content = _Part("content", '"')
         self._reasoning = _Part("reasoning_content", '"')
         self._calls = _Part("tool_calls", "[")
         self._errors = _Part("tool_call_errors", "[")
         self._in_thought = False
         self._closed = False
-        write('{"role": "assistant", "content": ')
 
     def _add_content(self, text: str) -> None:
-        if not text:
-            return
-        if not self._content:
-            self._content = True
-            self._write('"')
-        self._write(_escaped(text))
+        if text:
+            self._content.write(_escaped(text))
 
     def add(self, event: Event) -> None:
         kind = type(event)
@@ -114,16 +108,18 @@ class OpenAIMessageWriter:
             return
         self._closed = True
         try:
-            self._write('"' if self._content else "null")
-            for part in (self._reasoning, self._calls, self._errors):
+            self._write('{"role": "assistant"')
+            if self._content.file is None:
+                self._write(', "content": null')
+            for part in (self._content, self._reasoning, self._calls, self._errors):
                 part.copy_to(self._write)
             self._write("}")
         finally:
             self.discard()
 
     def discard(self) -> None:
-        """Drop the waiting parts (their temporary files) without writing them: the message stays
-        unfinished. `close` does this after writing them."""
+        """Drop what waits (the temporary files) without writing anything. `close` does this
+        after writing it."""
         self._closed = True
-        for part in (self._reasoning, self._calls, self._errors):
+        for part in (self._content, self._reasoning, self._calls, self._errors):
             part.close()

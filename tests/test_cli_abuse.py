@@ -215,15 +215,13 @@ def test_reader_that_goes_away_ends_quietly(argv, tmp_path):
     assert process.wait(timeout=300) == 0 and err == "", err
 
 
-@pytest.mark.parametrize("argv", [["validate", "-"], ["validate", "-", "--jsonl"], ["decode", "-"],
-                                  ["parse", "-", "--format", "summary"], ["parse", "-", "--format", "openai"]],
-                         ids=" ".join)
+@pytest.mark.parametrize("argv", [["validate", "-", "--jsonl"], ["parse", "-", "--format", "summary"],
+                                  ["parse", "-", "--format", "openai"]], ids=" ".join)
 def test_a_reader_gone_before_any_output_stops_the_command_early(argv):
     """`gemma4-lark validate - < huge | consumer` whose consumer leaves: a command that prints
     nothing while its input is valid still notices, and stops reading, long before the input ends."""
     record = json.dumps({"output": "<|tool_call>call:f{a:1}<tool_call|> " * 20}) + "\n"
-    piece = (record if "--jsonl" in argv else "<|tool_call>call:f{a:[" + "1," * 30_000 + "1]}<tool_call|>" if argv[0] == "decode"
-             else "Text <|tool_call>call:f{a:1}<tool_call|> " * 2_000).encode()
+    piece = (record if "--jsonl" in argv else "Text <|tool_call>call:f{a:1}<tool_call|> " * 2_000).encode()
     process = subprocess.Popen(GEMMA + argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     process.stdout.close()  # the reader is gone before the command writes anything
     sent, limit = 0, 256 << 20
@@ -236,6 +234,24 @@ def test_a_reader_gone_before_any_output_stops_the_command_early(argv):
         pass
     assert process.wait(timeout=300) == 0 and process.stderr.read() == b""
     assert sent < limit, "the command read all of its input"
+
+
+@pytest.mark.parametrize("argv", [["decode", "bad.txt"], ["validate", "missing.txt"], ["validate", "missing.txt", "ok.txt"]],
+                         ids=" ".join)
+def test_a_reader_gone_never_hides_an_error_said_on_stderr(files, argv, tmp_path):
+    """The gone-reader check runs between inputs whose problems are already said: a command whose
+    stdout's reader left still reports, on stderr, what is wrong with its input."""
+    (tmp_path / "bad.txt").write_text("<|tool_call>call:f{a:}<tool_call|>")
+    (tmp_path / "ok.txt").write_text("fine")
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before anything is written
+    try:
+        done = subprocess.run(GEMMA + argv, cwd=tmp_path, stdout=write, stderr=subprocess.PIPE, timeout=300)
+    finally:
+        os.close(write)
+    assert b"missing.txt" in done.stderr or b"bad.txt" in done.stderr, done
+    if len(argv) == 2:  # (with several files, the summary's write finds the reader gone: exit 0, as `| head`)
+        assert done.returncode in (1, 2), done
 
 
 @pytest.mark.parametrize("argv, needle", [

@@ -76,14 +76,29 @@ def test_parts_larger_than_the_spool_go_to_disk_and_come_back_whole(monkeypatch)
     assert _written(events) == _expected(events)
 
 
-def test_discard_leaves_the_message_unfinished_and_drops_the_rest():
+def test_discard_writes_nothing():
     out = []
     writer = OpenAIMessageWriter(out.append)
     for event in _events("a<|tool_call>call:f{}<tool_call|>", ["a<|tool_call>call:f{}<tool_call|>"]):
         writer.add(event)
     writer.discard()
-    writer.close()  # after discard: nothing more
-    assert "".join(out) == '{"role": "assistant", "content": "a'
+    writer.close()  # after discard: nothing
+    assert out == []
+
+
+def test_a_command_that_gives_up_midway_writes_no_half_message(tmp_path, capsys):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"hello <|tool_call>call:f{a:1}<tool_call|> " + b"x" * 200_000 + b"\xff")
+    deep = tmp_path / "deep.txt"
+    deep.write_text("<|tool_call>call:f{a:" + "{b:" * 3000 + "1" + "}" * 3000 + "}<tool_call|>")
+    for path, form, options, needle in ((bad, "openai", [], "not UTF-8"), (bad, "summary", [], "not UTF-8"),
+                                        (deep, "summary", ["--max-depth", "100000"], "nests too deeply")):
+        code = main(["parse", str(path), "--format", form, *options])
+        out, err = capsys.readouterr()
+        assert (code, out) == (1, "") and needle in err, (form, path.name, code, err)
+    # the message's arguments are a string: however deep the value, the message is written
+    assert main(["parse", str(deep), "--format", "openai", "--max-depth", "100000"]) == 0
+    assert json.loads(capsys.readouterr().out)["tool_calls"][0]["function"]["name"] == "f"
 
 
 class _Sink(io.TextIOBase):
