@@ -152,11 +152,31 @@ def test_siblings_are_an_intersection_not_a_shallow_merge():
     m = _typed(tools)
     assert not m.accepts(_call("b:1"))  # the outer `required` holds in every option
     assert m.accepts(_call("a:1,b:1"))
-    # (`a:2`, the second option, is in the rules but llguidance's greedy lexer misses it: a union
-    # of objects, one folded into a lexeme; open, as on main)
+    # the second option: a union of objects, one folded into a lexeme, whose shared `{` the greedy
+    # lexer reads once; and `c`, an additional property where the outer object takes none
+    assert m.accepts(_call("a:2")) and not m.accepts(_call("a:2,c:" + D + "x" + D))
+    assert _errors(_call("a:2,c:" + D + "x" + D), tools) == ["schema"]
     single = _tool({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
                     "allOf": [{"properties": {"b": {"type": "integer"}}}]})
     assert not _typed(single).accepts(_call("b:1"))
+
+
+def test_all_of_two_objects_allows_the_keys_both_allow():
+    # found by the agreement property above: `A0`, a property of one part, is an additional
+    # property of the other, which takes none
+    tools = _tool({"type": "object", "properties": {"a": {"allOf": [
+        {"type": "object", "properties": {"A0": {"type": "string"}, "n": {"type": "integer"}}},
+        {"type": "object", "properties": {"ab": {"type": "string"}, "n": {"minimum": 0}}, "required": ["ab"],
+         "additionalProperties": False}]}}})
+    m = _typed(tools)
+    assert m.accepts(_call("a:{ab:" + D + "x" + D + "}")) and m.accepts(_call("a:{ab:" + D + "x" + D + ",n:1}"))
+    assert not m.accepts(_call("a:{A0:" + D + "y" + D + ",ab:" + D + "x" + D + "}"))
+    assert not m.accepts(_call("a:{ab:" + D + "x" + D + ",n:" + D + "1" + D + "}"))  # n: both schemas hold
+    closed = _tool({"type": "object", "required": ["a"], "properties": {"a": {"allOf": [
+        {"type": "object", "properties": {"k": {"type": "string"}}, "required": ["k"]},
+        {"type": "object", "additionalProperties": False}]}}})
+    with pytest.raises(SchemaError, match="`k` is required"):
+        tool_call_rules(read_tools(closed), read_tool_choice("auto", read_tools(closed)))
 
 
 def test_ref_siblings_type_beside_enum_and_float_bounds_are_enforced_or_listed():

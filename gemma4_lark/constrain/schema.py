@@ -189,6 +189,20 @@ def _constrains(schema: Mapping) -> bool:
     return any(k not in _ANNOTATIONS for k in schema)
 
 
+_KEYS = ("properties", "additionalProperties")
+
+
+def _object_keywords(base: Mapping, part: Mapping) -> bool:
+    """Whether the keys of two objects being merged can be read: `properties` maps and
+    `additionalProperties` a schema or a boolean, on both sides."""
+    for side in (base, part):
+        if not isinstance(side.get("properties", {}), Mapping):
+            return False
+        if not isinstance(side.get("additionalProperties", True), (bool, Mapping)):
+            return False
+    return True
+
+
 def _type_set(schema: Mapping) -> set | None:
     kind = schema.get("type")
     if isinstance(kind, str):
@@ -414,8 +428,8 @@ class _ToolCompiler:
                 if not both:
                     raise _NoValue(f"tool {self.tool.name!r}: {where}: the types {mine!r} and {value!r} share no value")
                 out[key] = both
-            elif key == "properties" and isinstance(mine, Mapping) and isinstance(value, Mapping):
-                out[key] = {**mine, **{k: ({"allOf": [mine[k], v]} if k in mine else v) for k, v in value.items()}}
+            elif key in ("properties", "additionalProperties") and _object_keywords(base, part):
+                continue  # the two objects' keys, together below
             elif key == "required" and isinstance(mine, list) and isinstance(value, list):
                 out[key] = list(dict.fromkeys(mine + value))
             elif key == "enum" and isinstance(mine, list) and isinstance(value, list):
@@ -429,7 +443,7 @@ class _ToolCompiler:
                 out[key] = max(mine, value)
             elif key in ("maxItems",) and isinstance(mine, int) and isinstance(value, int):
                 out[key] = min(mine, value)
-            elif key == "additionalProperties":
+            elif key == "additionalProperties":  # (one of them not a schema: validation's to refuse)
                 out[key] = False if mine is False or value is False else {"allOf": [mine, value]}
             elif key in ("items", "not", "contains"):
                 out[key] = {"allOf": [mine, value]}
@@ -438,11 +452,47 @@ class _ToolCompiler:
             elif key in ("anyOf", "oneOf"):
                 self.leave(f"{where}.{key}", "a union merged beside another: the rules enforce the other")
             # any other keyword is validation's alone (`_UNENFORCED`): either value is as good
+        if _object_keywords(base, part) and any(k in base for k in _KEYS) and any(k in part for k in _KEYS):
+            self._intersect_keys(out, base, part, where)
         if "enum" in out and "const" in out:
             out["enum"] = [v for v in out["enum"] if _same(v, out["const"])]
             if not out["enum"]:
                 raise _NoValue(f"tool {self.tool.name!r}: {where}: the const is none of the enum")
         return out
+
+    def _intersect_keys(self, out: dict, base: Mapping, part: Mapping, where: str) -> None:
+        """The keys two objects both allow: a key one of them has no property for is that one's
+        additional property, refused where `additionalProperties` is false (and no
+        `patternProperties` may take it); a key both allow holds both schemas."""
+        declared = []
+        for side in (base, part):
+            extra = side.get("additionalProperties", True)
+            declared.append((side.get("properties", {}), extra, extra is not False or "patternProperties" in side))
+        properties: dict = {}
+        for key in dict.fromkeys([*declared[0][0], *declared[1][0]]):
+            schemas = []
+            for props, extra, open_ in declared:
+                if key in props:
+                    schemas.append(props[key])
+                elif not open_:
+                    break  # an additional property where that object takes none
+                elif extra is not True and extra != {}:
+                    schemas.append(extra)
+            else:
+                properties[key] = schemas[0] if len(schemas) == 1 else ({"allOf": schemas} if schemas else {})
+        out["properties"] = properties
+        extras = [extra for _, extra, _ in declared if extra is not True and extra != {}]
+        if any(extra is False for extra in extras):
+            out["additionalProperties"] = False
+        elif extras:
+            out["additionalProperties"] = extras[0] if len(extras) == 1 else {"allOf": extras}
+        else:
+            out.pop("additionalProperties", None)
+        refused = [k for k in out.get("required", ()) if k not in properties and out.get("additionalProperties", True) is False
+                   and "patternProperties" not in out]
+        if refused:
+            raise _NoValue(f"tool {self.tool.name!r}: {where}: `{refused[0]}` is required, and one of the "
+                           "schemas merged takes no such property")
 
     def typed(self, schema: Mapping, where: str) -> ir.Expr:
         kind = schema.get("type")
