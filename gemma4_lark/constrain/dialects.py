@@ -114,8 +114,6 @@ class _Lexemes:
         self.first: dict[str, tuple[frozenset, bool]] = {}
         self.rule_starts: dict[str, frozenset] = {}
         self.siblings: set[frozenset] = set()
-        self._next: dict[tuple, list] = {}  # (lexeme, follower units) -> the pairs after it, per place
-        self._shared: set[frozenset] = set()  # groups where one lexeme comes with different followers
         self._inline: dict[int, bool] = {}  # by id: hashing a frozen expression walks all of it
         rules = [n for n in reachable(grammar) if n not in folded]
         components = _components({n: [r for r in refs(grammar.rules[n]) if r not in folded] for n in rules})
@@ -143,43 +141,6 @@ class _Lexemes:
                     self.walk(grammar.rules[name], self.follow[name], record=False)
         for name in rules:
             self.walk(grammar.rules[name], self.follow[name], record=True)
-        self._merged_paths()
-        # what may follow each lexeme anywhere: the lexemes after a follower, for runs_past
-        self.follows: dict[_Unit, frozenset] = {}
-        for unit, after in self._next:
-            self.follows[unit] = self.follows.get(unit, frozenset()) | after
-
-    def _merged_paths(self) -> None:
-        """Where one lexeme starts two paths (the `{` of two objects of a union), the lexer reads
-        it once and the paths go on side by side: what follows it on each, together, is one more
-        group of siblings (and may itself start two paths)."""
-        work = list(self._shared)
-        seen = set(work)
-        while work:
-            group = work.pop()
-            paths: dict = {}
-            for unit, after in group:
-                paths.setdefault(unit, []).append((unit, after))
-            for pairs in paths.values():
-                if len(pairs) < 2:
-                    continue
-                merged = frozenset().union(*(then for pair in pairs for then in self._next.get(pair, ())))
-                units = {u for u, _ in merged}
-                if len(units) > 1:
-                    self.siblings.add(merged)
-                if len(units) < len(merged) and merged not in seen:
-                    seen.add(merged)
-                    work.append(merged)
-
-    def _one_lexeme(self, e: Expr) -> bool:
-        """Whether `e` is printed as one lexeme (a split literal is several)."""
-        if isinstance(e, (CharClass, Special)):
-            return True
-        if isinstance(e, Literal):
-            return bool(e.text) and e.text not in self.split
-        if isinstance(e, Ref):
-            return e.name in self.folded
-        return isinstance(e, Repeat) and self.inline(e)
 
     def inline(self, e: Repeat) -> bool:
         known = self._inline.get(id(e))
@@ -283,16 +244,10 @@ class _Lexemes:
         sets of the rules it refers to (first pass), or the sets of sibling lexemes (record)."""
         if record:
             here = self.starts(e, frozenset(u for u, _ in then))
-            if self._one_lexeme(e):
-                for pair in here:  # what comes after this lexeme here, for _merged_paths
-                    self._next.setdefault(pair, []).append(then)
             if self.first_of(e)[1]:
                 here |= then
-            units = {u for u, _ in here}
-            if len(units) > 1:
+            if len({u for u, _ in here}) > 1:
                 self.siblings.add(here)
-            if len(units) < len(here):
-                self._shared.add(here)
         if isinstance(e, Ref):
             if e.name not in self.folded and not record:
                 self.follow[e.name] = self.follow[e.name] | then
@@ -370,7 +325,6 @@ class _Automata:
         self.dfas: dict[tuple, tuple] = {}
         self.alphabets: dict[frozenset, object] = {}
         self.unit_classes: dict[_Unit, frozenset] = {}
-        self.unit_firsts: dict[_Unit, tuple] = {}
 
     def tree(self, e: Expr) -> tuple:
         from . import regular
@@ -432,12 +386,6 @@ class _Automata:
 
     def first_chars(self, unit: _Unit) -> tuple:
         """The ranges of the characters `unit`'s text may start with (none for a token)."""
-        known = self.unit_firsts.get(unit)
-        if known is None:
-            known = self.unit_firsts[unit] = self._first_chars(unit)
-        return known
-
-    def _first_chars(self, unit: _Unit) -> tuple:
         kind, value = unit
         if kind == "sp":
             return ()
@@ -514,88 +462,70 @@ class _Automata:
             return frozenset(out)
         return frozenset()  # a special token: no text
 
-    def runs_past(self, a: _Unit, b: _Unit, followers: frozenset, classes: frozenset, follows: dict) -> bool:
+    def runs_past(self, a: _Unit, b: _Unit, followers: frozenset, classes: frozenset) -> bool:
         """Whether the greedy lexer, offered `a` and `b` at one point, can take a text of `a`
-        and what follows it for the start of `b`, and then find neither `b` complete nor any way
-        on: some text of `a`, then characters of the lexemes that may follow it (one of
-        `followers`, then one of what `follows` that, and so on: `b` may run past several), all
-        but the last keeping `b` alive, the last ending `b` incomplete while the text goes on.
-        `classes`: the character classes of every lexeme checked this round, so that each
-        lexeme's automaton is built once, not once per partner (n keys against one: n^2)."""
+        and the start of what follows it (a lexeme of `followers`) for the start of `b`, and
+        then find neither `b` complete nor any way on: some text of `a`, then two or more
+        characters that start a follower, of which all but the last keep `b` alive (and
+        incomplete) and the last ends it while the follower goes on. `classes`: the character
+        classes of every lexeme checked this round, so that each lexeme's automaton is built
+        once, not once per partner (a lexeme of n keys against n keys: n^2)."""
         if a[0] == "sp" or b[0] == "sp":
             return False
         if (a[0] == "lit" and b[0] == "term" and (b, classes) not in self.dfas
                 and len(a[1]) not in self.reach(Ref(b[1]), a[1], frozenset({0}))):
             return False  # no text of `b` starts with the literal: cheap to tell before `b` has an automaton
-        db, live_b = self.dfa(b, classes)
-        alphabet = self.alphabets[classes]
-        atoms = range(len(alphabet.atoms))
-        # phase 1: `a` and `b` side by side until `a` is complete
-        after_a = set()
-        if a[0] == "lit":  # one path: `b` read along it (no automaton for each literal)
-            qb = db.start
-            for ch in a[1]:
-                qb = db.trans[qb][alphabet.atom_of(ord(ch))]
-                if qb not in live_b:
-                    break
-            else:
-                after_a.add(qb)
-        else:
-            da, live_a = self.dfa(a, classes)
-            seen = {(da.start, db.start)}
-            stack = [(da.start, db.start)]
-            while stack:
-                qa, qb = stack.pop()
-                for x in atoms:
-                    pair = (da.trans[qa][x], db.trans[qb][x])
-                    if pair[0] in live_a and pair[1] in live_b and pair not in seen:
-                        seen.add(pair)
-                        stack.append(pair)
-                        if pair[0] in da.accept:
-                            after_a.add(pair[1])
-        if not after_a:
-            return False
-        # phase 2: the lexemes after `a`, one after another, beside `b`: (lexeme, its state, b's
-        # state). The first character after `a` leaves `a` complete behind it, so `b` must
-        # survive it and die on a later one, incomplete before it.
-        seen2: set = set()
-        stack2: list = []
         for n in followers:
             if n[0] == "sp":
                 continue
-            dn, live_n = self.dfa(n, classes)
+            (db, live_b), (dn, live_n) = (self.dfa(u, classes) for u in (b, n))
+            alphabet = self.alphabets[classes]
+            atoms = range(len(alphabet.atoms))
+            # phase 1: `a` and `b` side by side until `a` is complete
+            after_a = set()
+            if a[0] == "lit":  # one path: `b` read along it (no automaton for each literal)
+                qb = db.start
+                for ch in a[1]:
+                    qb = db.trans[qb][alphabet.atom_of(ord(ch))]
+                    if qb not in live_b:
+                        break
+                else:
+                    after_a.add(qb)
+            else:
+                da, live_a = self.dfa(a, classes)
+                seen = {(da.start, db.start)}
+                stack = [(da.start, db.start)]
+                while stack:
+                    qa, qb = stack.pop()
+                    for x in atoms:
+                        pair = (da.trans[qa][x], db.trans[qb][x])
+                        if pair[0] in live_a and pair[1] in live_b and pair not in seen:
+                            seen.add(pair)
+                            stack.append(pair)
+                            if pair[0] in da.accept:
+                                after_a.add(pair[1])
+            # phase 2: the follower and `b`; its first character leaves `a` complete behind it,
+            # so `b` must survive it and die on a later one, incomplete before it
+            seen2 = set()
+            stack2 = []
             for qb in after_a:
                 for x in atoms:
-                    state = (n, dn.trans[dn.start][x], db.trans[qb][x])
-                    if state[1] in live_n and state[2] in live_b and state not in seen2:
-                        seen2.add(state)
-                        stack2.append(state)
-        while stack2:
-            v, qv, qb = stack2.pop()
-            dv, live_v = self.dfa(v, classes)
-            after_v = [w for w in follows.get(v, ()) if w[0] != "sp"] if qv in dv.accept else ()
-            for x in atoms:
-                nexts = []
-                qv2 = dv.trans[qv][x]
-                if qv2 in live_v:
-                    nexts.append((v, qv2))
-                for w in after_v:
-                    dw, live_w = self.dfa(w, classes)
-                    qw = dw.trans[dw.start][x]
-                    if qw in live_w:
-                        nexts.append((w, qw))
-                if not nexts:
-                    continue
-                qb2 = db.trans[qb][x]
-                if qb2 not in live_b:
-                    if qb not in db.accept:
-                        return True
-                    continue
-                for w, qw in nexts:
-                    state = (w, qw, qb2)
-                    if state not in seen2:
-                        seen2.add(state)
-                        stack2.append(state)
+                    pair = (dn.trans[dn.start][x], db.trans[qb][x])
+                    if pair[0] in live_n and pair[1] in live_b and pair not in seen2:
+                        seen2.add(pair)
+                        stack2.append(pair)
+            while stack2:
+                qn, qb = stack2.pop()
+                for x in atoms:
+                    pair = (dn.trans[qn][x], db.trans[qb][x])
+                    if pair[0] not in live_n:
+                        continue
+                    if pair[1] not in live_b:
+                        if qb not in db.accept:
+                            return True
+                    elif pair not in seen2:
+                        seen2.add(pair)
+                        stack2.append(pair)
         return False
 
 
@@ -610,7 +540,8 @@ def greedy_safe(grammar: Grammar, regular: frozenset[str]) -> tuple[frozenset[st
     while True:
         lex = _Lexemes(grammar, folded, split)
         unfold, more_split = set(), set()
-        units = set(lex.follows).union(*lex.follows.values())
+        pairs = {pair for group in lex.siblings for pair in group}
+        units = {u for u, _ in pairs}.union(*{after for _, after in pairs})
         classes = frozenset().union(*(automata.classes(u) for u in units if u[0] != "sp"))
         for group in lex.siblings:
             for b, _ in group:
@@ -621,7 +552,7 @@ def greedy_safe(grammar: Grammar, regular: frozenset[str]) -> tuple[frozenset[st
                         continue
                     key = (a, b, after)
                     if key not in verdicts:
-                        verdicts[key] = automata.runs_past(a, b, after, classes, lex.follows)
+                        verdicts[key] = automata.runs_past(a, b, after, classes)
                     if verdicts[key]:
                         (unfold if b[0] == "term" else more_split).add(b[1])
                         break
