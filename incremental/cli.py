@@ -150,8 +150,7 @@ def cmd_parse(args) -> int:
                     failed += isinstance(event, ToolCallError)
                 sys.stdout.flush()  # once per read, so a pipe sees events as the input arrives
         except RecursionError:
-            raise CommandError(f"{display_name(args.file)}: a decoded value nests too deeply to write as JSON "
-                               "(lower --max-depth)", code=1) from None
+            raise _too_deep(args) from None
         return _exit_code(args, failed)
     if args.format == "summary":
         summary = _Summary()
@@ -161,8 +160,7 @@ def cmd_parse(args) -> int:
                     summary.add(event)
             print(json.dumps(summary.to_dict(), ensure_ascii=False))
         except RecursionError:
-            raise CommandError(f"{display_name(args.file)}: a decoded value nests too deeply to write as JSON "
-                               "(lower --max-depth)", code=1) from None
+            raise _too_deep(args) from None
         return _exit_code(args, len(summary.errors))
     # openai: failed blocks stay in the content and are listed beside it; recovered calls are marked.
     # Gathered in temporary files, written at the end: memory holds about one block, and an input
@@ -176,12 +174,16 @@ def cmd_parse(args) -> int:
                 failed += isinstance(event, ToolCallError)
         writer.close()
     except RecursionError:
-        raise CommandError(f"{display_name(args.file)}: a decoded value nests too deeply to write as JSON "
-                           "(lower --max-depth)", code=1) from None
+        raise _too_deep(args) from None
     finally:
         writer.discard()
     sys.stdout.write("\n")
     return _exit_code(args, failed)
+
+
+def _too_deep(args) -> CommandError:
+    return CommandError(f"{display_name(args.file)}: a decoded value nests too deeply to write as JSON "
+                        "(lower --max-depth)", code=1)
 
 
 def _exit_code(args, failed: int) -> int:

@@ -43,6 +43,11 @@ class _Part:
                                                       errors="surrogatepass")
         self.file.write(text)
 
+    def add_item(self, text: str, separator: str) -> None:
+        """One more thought or entry: `separator` before it unless it is the first."""
+        self.write(separator + text if self.items else text)
+        self.items += 1
+
     def copy_to(self, write: Callable[[str], object]) -> None:
         if self.file is None:
             return
@@ -71,6 +76,7 @@ class OpenAIMessageWriter:
         self._reasoning = _Part("reasoning_content", '"')
         self._calls = _Part("tool_calls", "[")
         self._errors = _Part("tool_call_errors", "[")
+        self._parts = (self._content, self._reasoning, self._calls, self._errors)  # in the message's order
         self._in_thought = False
         self._closed = False
 
@@ -85,22 +91,17 @@ class OpenAIMessageWriter:
         elif kind is ThinkingStart:
             # a thought counts once it ends (collect); the stream ends every thought it begins
             self._in_thought = True
-            if self._reasoning.items:
-                self._reasoning.write("\\n")
-            self._reasoning.items += 1
-            self._reasoning.write("")
+            self._reasoning.add_item("", "\\n")
         elif kind is ThinkingDelta and self._in_thought:
             self._reasoning.write(_escaped(event.text))
         elif kind is ThinkingEnd:
             self._in_thought = False
         elif kind is ToolCallEnd:
-            self._calls.write((", " if self._calls.items else "") + json.dumps(event.to_openai(), ensure_ascii=False))
-            self._calls.items += 1
+            self._calls.add_item(json.dumps(event.to_openai(), ensure_ascii=False), ", ")
         elif kind is ToolCallError:
             self._add_content(event.raw)
             entry = tool_call_error_entry(event, self._errors.items)
-            self._errors.write((", " if self._errors.items else "") + json.dumps(entry, ensure_ascii=False))
-            self._errors.items += 1
+            self._errors.add_item(json.dumps(entry, ensure_ascii=False), ", ")
 
     def close(self) -> None:
         """Write the message's end: the content's close (or `null`), then the waiting parts."""
@@ -111,7 +112,7 @@ class OpenAIMessageWriter:
             self._write('{"role": "assistant"')
             if self._content.file is None:
                 self._write(', "content": null')
-            for part in (self._content, self._reasoning, self._calls, self._errors):
+            for part in self._parts:
                 part.copy_to(self._write)
             self._write("}")
         finally:
@@ -121,5 +122,5 @@ class OpenAIMessageWriter:
         """Drop what waits (the temporary files) without writing anything. `close` does this
         after writing it."""
         self._closed = True
-        for part in (self._content, self._reasoning, self._calls, self._errors):
+        for part in self._parts:
             part.close()

@@ -260,21 +260,8 @@ _SHAPES = {
 }
 
 
-def _feed_all(chunks):
-    parser = StreamParser()
-    for chunk in chunks:
-        parser.feed(chunk)
-    parser.flush()
-
-
-def _chunked(shape, size):
-    def make(n):
-        text = shape(n)
-        return [text[i:i + size] for i in range(0, len(text), size)]
-    return make
-
-
-# 16n stays under the block limit (4 MiB): the shapes repeat units of at most 20 characters
-_STRAY_GUARDS = [Guard(f"{name}, chunks of {size}", _feed_all, _chunked(_SHAPES[name], size), 500, 8_000)
+# 16n stays under the block limit (4 MiB): the shapes repeat units of at most 28 characters
+_STRAY_GUARDS = [Guard(f"{name}, chunks of {size}", run, lambda n, shape=_SHAPES[name], size=size: split_every(shape(n), size),
+                       500, 8_000)
                  for name in sorted(_SHAPES) for size in (1, 16)]
 test_time_grows_linearly, test_each_stray_markup_guard_can_fail = guard_tests(_STRAY_GUARDS, twins=_STRAY_GUARDS[:2])
