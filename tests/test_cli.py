@@ -1,6 +1,7 @@
 """The `gemma4-lark` command through its entry point (in-process) and as `python -m`."""
 
 import json
+import shlex
 import subprocess
 import sys
 
@@ -157,11 +158,11 @@ for line in sys.stdin:
 def test_fuzz_against_a_target(tmp_path, capsys):
     good = tmp_path / "good.py"
     good.write_text(TARGET_OK)
-    code, out, _ = _run(capsys, "fuzz", "--examples", "20", "--target", f"{sys.executable} {good}")
+    code, out, _ = _run(capsys, "fuzz", "--examples", "20", "--target", shlex.join([sys.executable, str(good)]))
     assert code == 0 and "0 disagreement(s)" in out
     bad = tmp_path / "bad.py"
     bad.write_text(TARGET_OMP_LIKE)
-    code, out, _ = _run(capsys, "fuzz", "--examples", "200", "--target", f"{sys.executable} {bad}")
+    code, out, _ = _run(capsys, "fuzz", "--examples", "200", "--target", shlex.join([sys.executable, str(bad)]))
     assert code == 1 and "DISAGREE" in out and "counterexample" in out
 
 

@@ -3,6 +3,7 @@ category, a crashing or hanging target does not stop the run, this project's par
 kit, and the corpus files agree with their manifest and with the parser."""
 
 import json
+import shlex
 import pathlib
 import sys
 
@@ -14,7 +15,7 @@ from gemma4_lark.conformance.protocol import ProtocolError, read_answer, same
 from gemma4_incremental import conformance
 
 PLANTED = pathlib.Path(__file__).parent / "targets" / "planted.py"
-SERVE = f"{sys.executable} -m gemma4_lark conformance serve"
+SERVE = shlex.join([sys.executable, "-m", "gemma4_lark", "conformance", "serve"])  # any path, spaces too
 SMALL = ["--generated", "10", "--mutated", "10", "--shrink-seconds", "2", "--startup", "60"]
 
 
@@ -37,7 +38,7 @@ def test_own_parser_passes_its_own_kit(capsys, tmp_path):
     ("crash", "crash"), ("raises", "crash"), ("timeout", "timeout"), ("protocol", "protocol"),
 ])
 def test_planted_bug_is_caught_with_its_category(capsys, tmp_path, bug, category):
-    code, out, report = _run(capsys, tmp_path, f"{sys.executable} {PLANTED} {bug}", "--timeout", "1")
+    code, out, report = _run(capsys, tmp_path, shlex.join([sys.executable, str(PLANTED), bug]), "--timeout", "1")
     assert code == 1, out
     assert report["categories"].keys() == {category}, report["categories"]
     assert report["cases"] == len(target_cases()) + 20  # the run went on past every failure
@@ -81,7 +82,7 @@ def test_a_target_that_does_not_read_cannot_block_the_run():
 
 
 def test_a_target_that_writes_two_lines_is_restarted_in_step():
-    target = conformance.Target(f"{sys.executable} -c \"import sys\n"
+    target = conformance.Target(shlex.quote(sys.executable) + " -c \"import sys\n"
                                 "for line in sys.stdin: print('chatter'); print('{\\\"calls\\\": [], \\\"text\\\": \\\"\\\"}', flush=True)\"")
     try:
         first, second = target.ask({"text": "a"}), target.ask({"text": "b"})
@@ -150,7 +151,7 @@ def test_the_pages_target_passes_and_its_report_example_has_the_reports_keys(cap
     [block] = _page_blocks("python")
     target = tmp_path / "my_target.py"
     target.write_text(block)
-    code, out, report = _run(capsys, tmp_path, f"{sys.executable} {target}")
+    code, out, report = _run(capsys, tmp_path, shlex.join([sys.executable, str(target)]))
     assert code == 0, out
     example = json.loads(_page_blocks("json")[0])
     assert example.keys() == report.keys()

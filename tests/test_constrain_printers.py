@@ -58,6 +58,31 @@ def test_gbnf_classes_take_unicode_scalar_values_only(scope):
     assert "[\\x00-\\x3b\\x3d-\\ud7ff\\ue000-\\U0010ffff]" in text  # anything but `<`
 
 
+@pytest.mark.parametrize("scope", ["call", "output"])
+def test_xgrammar_classes_take_unicode_scalar_values_only(scope):
+    """xgrammar's matcher takes a surrogate's bytes under a negated class (make
+    integration-xgrammar found it), and llguidance, which reads the structural tag's xgrammar
+    grammars too, refuses a surrogate escape: xgrammar classes are positive, over scalar values."""
+    text = constrain.grammar("xgrammar", scope=scope, tools=[OPEN])
+    lexemes = re.finditer(r'"(?:\\.|[^"\\])*"|\[((?:\\.|[^\]\\])*)\]', text)
+    classes = [m.group(1) for m in lexemes if m.group(1) is not None]
+    assert classes and not any(c.startswith("^") for c in classes)
+    # xgrammar reads `\u00NN` where GBNF readers take `\xNN`: the same code point
+    taken = [ir.merge_ranges(ir.class_ranges(re.sub(r"\\u00([0-9a-f]{2})", r"\\x\1", c))) for c in classes]
+    for c, ranges in zip(classes, taken):
+        for lo, hi in ranges:
+            assert hi <= ir.MAX_CODE_POINT and (hi < 0xD800 or lo > 0xDFFF), (c, hex(lo), hex(hi))
+    assert ((0, 0x3B), (0x3D, 0xD7FF), (0xE000, 0x10FFFF)) in taken  # anything but `<`
+    assert "\\U" not in text  # llguidance's GBNF reader mangles `\U0010ffff`: the character itself
+
+
+def test_xgrammar_writes_an_empty_alternative_as_an_empty_literal():
+    """xgrammar's EBNF refuses `( a | )`, which the number limits write (`1e308` at most); GBNF
+    takes it. The whole call export did not compile in xgrammar 0.2.9 before."""
+    xgrammar, gbnf = constrain.grammar("xgrammar", scope="call"), constrain.grammar("gbnf", scope="call")
+    assert "| )" in gbnf and "| )" not in xgrammar and '| "")' in xgrammar
+
+
 # --- regular rules: linear, however the references are shared ---------------------------------------
 def _diamond_chain(n: int) -> ir.Grammar:
     """r0 refers to r1 on two paths, r1 to r2 on two, ...: 2**n paths, n + 1 rules."""

@@ -22,7 +22,7 @@ from typing import Callable
 
 from .ir import (
     CharClass, Choice, Expr, Grammar, Literal, Ref, Repeat, Seq, Special, class_ranges, class_text,
-    complement_ranges, escape_code_point, merge_ranges,
+    escape_code_point, merge_ranges,
 )
 
 
@@ -792,18 +792,27 @@ def _xgrammar_escapes(text: str) -> str:
     return _HEX_ESCAPE_BEFORE_HEX.sub(lambda m: m.group(1) or "\\u00" + m.group(2), text)
 
 
+# xgrammar's matcher, like llama.cpp's, takes the three bytes of a surrogate (ED A0 80) under a
+# negated class (integration/xgrammar/test_xgrammar_utf8.py), and llguidance, which reads the
+# structural tag's grammars too, refuses a surrogate escape in a class. So xgrammar classes are
+# written positive over scalar values, as GBNF's are: `[^<]` is `[\x00-\x3b\x3d-\ud7ff\ue000-X]`,
+# with U+10FFFF itself for X.
 def _xgrammar_class(chars: str) -> str:
-    ranges = class_ranges(chars)
-    negated = class_text(ranges, item=_bnf_char).startswith("^")  # a literal `^` is escaped
-    spans = complement_ranges(ranges) if negated else merge_ranges(ranges)
+    spans = _scalar_values(merge_ranges(class_ranges(chars)))
+
+    def item(c: int) -> str:
+        # beyond the BMP as the character itself: llguidance's GBNF reader (which reads the
+        # structural tag's grammars) turns `\U0010ffff` into `\U10ffff`, which its regex refuses
+        return chr(c) if c > 0xFFFF else _gbnf_class_char(c)
 
     def plain(c: int) -> bool:
-        return not _bnf_char(c).startswith("\\")
+        return not item(c).startswith("\\")
 
+    # the ranges whose ends are written as themselves first, the escaped ones last (U+10FFFF's
+    # among them): no hex digit then follows an escape
     spans = sorted(spans, key=lambda r: (not plain(r[0]), not plain(r[1]), r))
-    body = "".join(_bnf_char(lo) if lo == hi else _bnf_char(lo) + ("" if hi == lo + 1 else "-") + _bnf_char(hi)
-                   for lo, hi in spans)
-    return "[" + _xgrammar_escapes(("^" if negated else "") + body) + "]"
+    body = "".join(item(lo) if lo == hi else item(lo) + ("" if hi == lo + 1 else "-") + item(hi) for lo, hi in spans)
+    return "[" + _xgrammar_escapes(body) + "]"
 
 
 def _bnf(grammar: Grammar, special: Callable[[str], str], *, xgrammar: bool = False) -> str:
@@ -822,6 +831,8 @@ def _bnf(grammar: Grammar, special: Callable[[str], str], *, xgrammar: bool = Fa
         if isinstance(e, Ref):
             return names[e.name]
         if isinstance(e, Seq):
+            if not e.items and xgrammar:
+                return '""'  # xgrammar's EBNF refuses an empty alternative (`( a | )`); GBNF takes it
             return " ".join(atom(i) if isinstance(i, Choice) else expr(i) for i in e.items)
         if isinstance(e, Choice):
             return " | ".join(expr(o) for o in e.options)
