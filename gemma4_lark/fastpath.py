@@ -67,7 +67,15 @@ def _constant(_name: str):
     raise _Refused  # NaN, Infinity, -Infinity: JSON's, not the grammar's
 
 
+def _unique(pairs):
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        raise _Refused  # a repeated key: the LALR path reports where (the caller asked for that)
+    return value
+
+
 _decode = json.JSONDecoder(parse_float=_float, parse_constant=_constant).decode
+_decode_unique = json.JSONDecoder(parse_float=_float, parse_constant=_constant, object_pairs_hook=_unique).decode
 
 
 def _pattern(name: str) -> str:
@@ -104,9 +112,12 @@ def _compiled():
             digits.search, (lit("LBRACE"), lit("LBRACKET")), lit("NULL"))
 
 
-def parse_call(text: str, max_depth: int):
+def parse_call(text: str, max_depth: int, *, unique_keys: bool = False):
     """The ToolCall `text` decodes to, exactly as the grammar decodes it; or None when this path
-    does not take `text` (the LALR path then decides, error or value)."""
+    does not take `text` (the LALR path then decides, error or value). With `unique_keys`, a block
+    that repeats a key in some object is not taken either: a caller that wants the duplicate-key
+    report (with each key's position) gets it from the LALR path, and one whose block has no
+    repeated key still gets this path's speed."""
     head, close, words, null_spellings, digits, (brace, bracket), null = _compiled()
     if len(text) > _LONGEST_BLOCK:
         return None
@@ -141,7 +152,7 @@ def parse_call(text: str, max_depth: int):
     if strings:
         template = template.replace("%", "%%").replace(_PLACEHOLDER, "%s") % tuple(map(encode_basestring, strings))
     try:
-        arguments = _decode(template)
+        arguments = (_decode_unique if unique_keys else _decode)(template)
     except (ValueError, _Refused, RecursionError):
         return None
     return ToolCall(start.group(1), arguments)

@@ -59,8 +59,9 @@ def parse_from(text: str, pos: int, start: str, *, max_depth: int = DEFAULT_MAX_
     `duplicates`) are offsets into `text`. `lines` (a LineIndex of `text`) spares each error
     counting lines from the start, for callers that parse one text at many offsets. `lossless`:
     build with `LosslessBuild` (scalars as `Scalar`s, calls as `LosslessCall`s; internal)."""
-    if start == "call_block" and not pos and not lossless and duplicates is None:
-        call = fastpath.parse_call(text, max_depth)  # accept-only: None leaves it to LALR
+    if start == "call_block" and not pos and not lossless:
+        # accept-only: None leaves it to LALR, which also reports repeated keys where asked to
+        call = fastpath.parse_call(text, max_depth, unique_keys=duplicates is not None)
         if call is not None:
             return call
     blocks = start in grammar.BLOCK_STARTS

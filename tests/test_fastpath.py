@@ -29,23 +29,35 @@ def _typed(value):
     return (type(value).__name__, value)
 
 
-def _lalr(text: str, max_depth: int):
-    # `duplicates=` asks for the duplicate-key report, which only the LALR path gives: the fast
-    # path stands aside for it.
-    return parse_from(text, 0, "call_block", max_depth=max_depth, duplicates=[])
+def _lalr(text: str, max_depth: int, duplicates: list | None = None):
+    """The LALR path's ToolCall, its duplicate-key report in `duplicates`: the fast path stood aside."""
+    real = fastpath.parse_call
+    fastpath.parse_call = lambda *args, **kwargs: None
+    try:
+        return parse_from(text, 0, "call_block", max_depth=max_depth, duplicates=duplicates)
+    finally:
+        fastpath.parse_call = real
 
 
 def _check(text: str, max_depth: int = DEFAULT_MAX_DEPTH) -> bool:
-    """Whether the fast path took `text`; fails when what it gave differs from LALR's."""
+    """Whether the fast path took `text`; fails when what it gave differs from LALR's, or when it
+    took, asked for unique keys, a block in which LALR reports a repeated key."""
     fast = fastpath.parse_call(text, max_depth)
+    unique = fastpath.parse_call(text, max_depth, unique_keys=True)
     if fast is None:
+        assert unique is None, text
         return False
+    duplicates: list = []
     try:
-        slow = _lalr(text, max_depth)
+        slow = _lalr(text, max_depth, duplicates)
     except g.GemmaSyntaxError as err:
         pytest.fail(f"the fast path accepted what the grammar rejects ({err.message}): {text!r}")
     assert fast.name == slow.name, text
     assert _typed(fast.arguments) == _typed(slow.arguments), text
+    if duplicates:
+        assert unique is None, f"taken with unique_keys, though LALR reports {duplicates}: {text!r}"
+    else:
+        assert unique is not None and _typed(unique.arguments) == _typed(fast.arguments), text
     return True
 
 
@@ -156,13 +168,29 @@ def test_grammar_generated_blocks(text):
     _check(text)
 
 
-def test_parse_call_uses_the_fast_path_and_validate_does_not(monkeypatch):
+def test_parse_call_uses_the_fast_path_even_when_asked_for_repeated_keys(monkeypatch):
     taken = []
     real = fastpath.parse_call
-    monkeypatch.setattr(fastpath, "parse_call", lambda *a: taken.append(a) or real(*a))
+    monkeypatch.setattr(fastpath, "parse_call", lambda *a, **k: taken.append(real(*a, **k)) or taken[-1])
     text = TYPICAL[0]
     assert g.parse_call(text) == _lalr(text, DEFAULT_MAX_DEPTH)
-    assert len(taken) == 1
-    assert g.validate(text + text.replace("Tokyo", "Paris")) == []
-    assert g.validate('<|tool_call>call:f{k:1,k:2}<tool_call|>')[0].code == "duplicate-key"
-    assert len(taken) == 1  # validate asks for duplicate keys: the LALR path only
+    duplicates: list = []
+    assert g.parse_call(text, duplicates=duplicates) == _lalr(text, DEFAULT_MAX_DEPTH) and duplicates == []
+    assert len(taken) == 2 and None not in taken
+    repeated = '<|tool_call>call:f{k:1,o:{k:[{j:1,j:2}]},k:2}<tool_call|>'
+    assert g.parse_call(repeated, duplicates=duplicates).arguments == {"k": 2, "o": {"k": [{"j": 2}]}}
+    assert taken[-1] is None  # refused: the report comes from the LALR path, with each place
+    assert duplicates == [("j", repeated.index("j:2")), ("k", repeated.index("k:2"))]
+
+
+def test_the_stream_parser_takes_the_fast_path(monkeypatch):
+    import gemma4_incremental as gi
+    taken = []
+    real = fastpath.parse_call
+    monkeypatch.setattr(fastpath, "parse_call", lambda *a, **k: taken.append(real(*a, **k)) or taken[-1])
+    out = gi.parse_output("hi " + TYPICAL[3] + TYPICAL[4])
+    assert [c.name for c in out.calls] == ["get_current_weather", "search"]
+    assert len(taken) == 2 and None not in taken
+    out = gi.parse_output('<|tool_call>call:f{k:1,k:2}<tool_call|>')
+    assert out.calls[0].arguments == {"k": 2} and taken[-1] is None
+    assert [d.code for d in out.calls[0].diagnostics] == ["duplicate-key"]
