@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import sys
 from json.encoder import encode_basestring
 
 from . import grammar, tokens
@@ -76,6 +77,17 @@ def _unique(pairs):
 
 _decode = json.JSONDecoder(parse_float=_float, parse_constant=_constant).decode
 _decode_unique = json.JSONDecoder(parse_float=_float, parse_constant=_constant, object_pairs_hook=_unique).decode
+
+
+def _quoted(m) -> str:
+    opener, key, before, word = m.groups()
+    return f'{opener}"{key}"' if key is not None else f'{before}"{word}"'
+
+
+# The key or bare word of a match, quoted, after what opened it. Python 3.12 expands a template's
+# group references in C; 3.11 and 3.10 call a Python function per match that costs more than twice
+# this one (measured: 10 words, 22 µs against 8 on top of the 7.5 µs of matching).
+_QUOTED = r'\1\3"\2\4"' if sys.version_info >= (3, 12) else _quoted
 
 
 def _pattern(name: str) -> str:
@@ -148,7 +160,7 @@ def parse_call(text: str, max_depth: int, *, unique_keys: bool = False):
             return m.group(3) + (null if word in null_spellings else f'"{word}"')
         template = words(quoted, template)
     else:
-        template = words(r'\1\3"\2\4"', template)
+        template = words(_QUOTED, template)
     if strings:
         template = template.replace("%", "%%").replace(_PLACEHOLDER, "%s") % tuple(map(encode_basestring, strings))
     try:
