@@ -115,6 +115,33 @@ def _scan_table(parse_thinking: bool, strict: bool = False) -> dict:
     return table
 
 
+@functools.lru_cache(maxsize=2)
+def _block_rest(strict: bool) -> re.Pattern:
+    """The rest of a call block, from where the scan stands in its structure to its `<tool_call|>`,
+    when nothing in it needs the scan: no marker but string delimiters, each string opened where
+    `_opens_string` opens one (after a value start, whitespace aside; strict, anywhere) and closed.
+    A block the scan has in full is then taken in one step, not a step per delimiter; any other
+    block (a stray delimiter, a marker that ends it unclosed, its end not yet here) fails to match
+    at its first such place, and the scan reads it as before. Made from the scan table's markers.
+
+    Each run is written unrolled (`[^<]*` between the `<`s that start no marker): the regex engine
+    takes a run of plain characters in one loop, and it can split a run one way only, so a match
+    that fails gives back each piece once (linear; tests/test_stream_block_jump.py)."""
+    def run(markers):  # characters that start none of `markers`
+        return "[^<]*(?:<(?!" + "|".join(re.escape(m[1:]) for m in _by_length(markers)) + ")[^<]*)*"
+    structure = run(_CALL_ENDS + (tokens.STRING_DELIMITER,))
+    inside = run((tokens.STRING_DELIMITER,))
+    delimiter = re.escape(tokens.STRING_DELIMITER)
+    opens = "" if strict else "[" + re.escape("".join(sorted(_VALUE_STARTS))) + "][ \t\r\n]*"
+    return re.compile(f"(?:{structure}{opens}{delimiter}{inside}{delimiter})*{structure}"
+                      + re.escape(tokens.TOOL_CALL_CLOSE))
+
+
+# A block's rest is looked for in one step only when this much of the chunk is left: a stream of
+# small deltas gains nothing from it (its blocks arrive a piece at a time).
+_BLOCK_JUMP_MIN = 32
+
+
 class StreamParser:
     """Feed chunks of model output; get events.
 
@@ -149,6 +176,7 @@ class StreamParser:
         self.max_depth = max_depth
         self._new_id = id_factory or default_id_factory
         self._scan_table = _scan_table(parse_thinking, strict)
+        self._block_rest = _block_rest(strict)
         self._state = _TEXT
         self._pending = ""      # held back: could still become a marker
         self._pos = 0           # stream offset of the start of `_pending`
@@ -500,6 +528,7 @@ class StreamParser:
         last = n - 1
         find = data.find
         marks = self._marks  # token mode: only a `<` at one of these may start a marker
+        jump_tried = -1  # the block whose rest was looked for in this chunk (by its start)
         while i < n:
             if self._label_due:
                 label = _LATE_LABEL
@@ -547,6 +576,18 @@ class StreamParser:
                     i = j
                     continue
             else:
+                if (self._state is _CALL and marks is None and n - i >= _BLOCK_JUMP_MIN and not self._oversized
+                        and jump_tried != self._block_start):
+                    jump_tried = self._block_start  # once per block and chunk: linear
+                    rest = self._block_rest.match(data, i)
+                    if rest is not None and self._block_size + rest.end() - i <= self.max_block_chars:
+                        closer = rest.end() - len(tokens.TOOL_CALL_CLOSE)
+                        if i < closer:
+                            self._add_to_block(data[i:closer], base + i, events)
+                        self._add_to_block(tokens.TOOL_CALL_CLOSE, base + closer, events)
+                        self._end_block(events, base + rest.end(), closed=True)
+                        i = rest.end()
+                        continue
                 j = find("<", i)
                 found = None
                 while j != -1:
