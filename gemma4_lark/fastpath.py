@@ -44,11 +44,16 @@ _INFINITY = float("inf")
 # json.loads refuses an int of more digits than the interpreter's limit, which may be above this
 # project's (values.integer_digit_limit); a run of this many digits goes to LALR, which knows.
 _LONGEST_DIGIT_RUN = 640
-# Past this many characters a string costs more to JSON-encode and decode than the LALR path's
-# lexer costs to match it (measured: about 6 ns a character against 1.5): such blocks go to LALR.
-_LONGEST_STRING = 2048
-# A block this long is left to LALR without a look: splitting it would cost more than it could save.
-_LONGEST_BLOCK = 16 * 1024
+# Past this many characters in all, and this many on average, the strings cost more to JSON-encode
+# and decode (about 6 ns a character) than to put back into the decoded value by a walk over it:
+# the template then holds a token per string (`"'3"`: no key or bare word holds `'`), and the walk
+# puts the texts in as they are, never copied or read again. (Many short strings stay encoded: a
+# token and its decoded copy would cost more memory than the string.)
+_LONG_STRINGS = 2048
+_LONG_STRING_AVERAGE = 64
+# Past this size a block with many short strings is left to LALR: each string costs this path a
+# piece and an encoded copy (about 100 bytes for `<|"|>x<|"|>,`), LALR about 8.
+_SHORT_STRINGS_BLOCK = 16 * 1024
 _PLACEHOLDER = "'"          # no terminal of the structure holds one: the grammar's BARE_WORD and
 _REFUSED = ('"', "\\", "'")  # KEY exclude it, and JSON reads `"` and `\` as its own
 
@@ -131,8 +136,6 @@ def parse_call(text: str, max_depth: int, *, unique_keys: bool = False):
     report (with each key's position) gets it from the LALR path, and one whose block has no
     repeated key still gets this path's speed."""
     head, close, words, null_spellings, digits, (brace, bracket), null = _compiled()
-    if len(text) > _LONGEST_BLOCK:
-        return None
     start = head(text)
     if start is None or not text.endswith(close):  # (whitespace before the closer: LALR's)
         return None
@@ -140,7 +143,9 @@ def parse_call(text: str, max_depth: int, *, unique_keys: bool = False):
     if not len(pieces) & 1:  # an unclosed string
         return None
     strings = pieces[1::2]
-    if strings and max(map(len, strings)) > _LONGEST_STRING:
+    length = sum(map(len, strings))
+    by_token = length > _LONG_STRINGS and length > _LONG_STRING_AVERAGE * len(strings)
+    if not by_token and strings and len(text) > _SHORT_STRINGS_BLOCK:
         return None
     structure = pieces[::2]
     for piece in structure:
@@ -161,10 +166,46 @@ def parse_call(text: str, max_depth: int, *, unique_keys: bool = False):
         template = words(quoted, template)
     else:
         template = words(_QUOTED, template)
-    if strings:
+    if by_token:
+        template = template.replace("%", "%%").replace(_PLACEHOLDER, '"\'%d"') % tuple(range(len(strings)))
+    elif strings:
         template = template.replace("%", "%%").replace(_PLACEHOLDER, "%s") % tuple(map(encode_basestring, strings))
     try:
         arguments = (_decode_unique if unique_keys else _decode)(template)
+        if by_token:
+            arguments = _put_back(arguments, strings)
     except (ValueError, _Refused, RecursionError):
         return None
     return ToolCall(start.group(1), arguments)
+
+
+def _put_back(value: dict, strings: list) -> dict:
+    """`value` with each string token (`'N`) replaced by the Nth string, keys included; iterative.
+    Refuses two keys of one object that are the same string once put back (`{a:1,<|"|>a<|"|>:2}`):
+    the LALR path says which wins and reports the repeat."""
+    def back(item):
+        if type(item) is str and item[:1] == _PLACEHOLDER:
+            return strings[int(item[1:])]
+        return item
+
+    root = {"": value}
+    todo = [root]
+    while todo:
+        container = todo.pop()
+        if type(container) is dict:
+            items = list(container.items())
+            container.clear()
+            for key, item in items:
+                key = back(key)
+                if key in container:
+                    raise _Refused
+                container[key] = back(item)
+                if type(item) is dict or type(item) is list:
+                    todo.append(item)
+        else:
+            for i, item in enumerate(container):
+                if type(item) is str:
+                    container[i] = back(item)
+                elif type(item) is dict or type(item) is list:
+                    todo.append(item)
+    return root[""]

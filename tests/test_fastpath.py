@@ -61,6 +61,19 @@ def _check(text: str, max_depth: int = DEFAULT_MAX_DEPTH) -> bool:
     return True
 
 
+SHIPPED = {name: getattr(fastpath, name) for name in ("_LONG_STRINGS", "_LONG_STRING_AVERAGE")}
+
+
+@pytest.fixture(autouse=True, params=["strings encoded", "strings put back"])
+def string_mode(request, monkeypatch):
+    """Every test twice: the strings JSON-encoded into the template (short strings, the usual
+    case), and put back into the decoded value by token (what long strings take)."""
+    if request.param == "strings put back":
+        monkeypatch.setattr(fastpath, "_LONG_STRINGS", -1)
+        monkeypatch.setattr(fastpath, "_LONG_STRING_AVERAGE", 0)
+    return request.param
+
+
 TYPICAL = [
     '<|tool_call>call:get_weather{location:<|"|>Tokyo, JP<|"|>}<tool_call|>',
     '<|tool_call>call:ping{}<tool_call|>',
@@ -74,6 +87,8 @@ TYPICAL = [
     '<|tool_call>call:f{a:<|"|><|"|>,b:<|"|>{x:1}<|"|>,c:<|"|><tool_call|><|"|>}<tool_call|>',
     '<|tool_call>call:f{a:{b:{c:[1,{d:2}]}},e:[[],[[]]]}<tool_call|>',
     '<|tool_call>call:f{k:1,k:2}<tool_call|>',  # a repeated key: the last wins, as in the grammar
+    '<|tool_call>call:write_file{path:<|"|>a.py<|"|>,content:<|"|>' + "x < 1 %s %d '0 \"\\\n" * 500 + '<|"|>}<tool_call|>',
+    '<|tool_call>call:f{<|"|>' + "k" * 3000 + '<|"|>:[<|"|>v<|"|>,{q:<|"|>\'1<|"|>}],z:<|"|>%s<|"|>}<tool_call|>',
 ]
 
 
@@ -97,7 +112,8 @@ def test_typical_blocks_take_the_fast_path(text):
     ('<|tool_call>call:f{a:fa<|think|>lse}<tool_call|>', "a control token after a bare word"),
     (' <|tool_call>call:f{}<tool_call|>', "whitespace before the opener"),
     ('<|tool_call>call:f{a:1}\n<tool_call|>', "whitespace before the closer"),
-    ('<|tool_call>call:f{a:<|"|>' + "x" * 3000 + '<|"|>}<tool_call|>', "a long string: LALR is faster"),
+    ('<|tool_call>call:f{a:1,<|"|>a<|"|>:2,b:<|"|>' + "x" * 3000 + '<|"|>}<tool_call|>',
+     "a key repeated once its string is put back: LALR says which wins"),
 ])
 def test_what_the_fast_path_refuses_gets_the_lalr_answer(text, why):
     fast = fastpath.parse_call(text, DEFAULT_MAX_DEPTH)
@@ -204,3 +220,16 @@ def test_the_two_quotings_of_words_agree(pieces):
     words = fastpath._compiled()[2]
     template = "{" + "".join(pieces) + "}"
     assert words(fastpath._quoted, template) == words(r'\1\3"\2\4"', template)
+
+
+def test_big_blocks_take_the_path_that_keeps_memory_down(monkeypatch):
+    """Blocks of any size are taken (no cliff between sizes), but a big one of many short strings
+    goes to LALR: there each string costs this path about 100 bytes, LALR about 8."""
+    for name, value in SHIPPED.items():  # whichever string mode the fixture set
+        monkeypatch.setattr(fastpath, name, value)
+    code = "<|tool_call>call:write_file{path:" + D + "a.py" + D + ",content:" + D + "x = [1, 2] < 3\n" * 2000 + D + "}<tool_call|>"
+    ints = "<|tool_call>call:f{a:[" + ",".join(["1"] * 20_000) + "]}<tool_call|>"
+    strings = "<|tool_call>call:f{a:[" + ",".join([D + "x" + D] * 3000) + "]}<tool_call|>"
+    assert _check(code) and _check(ints)
+    assert fastpath.parse_call(strings, DEFAULT_MAX_DEPTH) is None
+    assert g.parse_call(strings).arguments == {"a": ["x"] * 3000}
