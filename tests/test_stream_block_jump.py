@@ -16,6 +16,7 @@ from hypothesis import given, settings, strategies as st
 import gemma4_incremental.parser as stream
 from gemma4_incremental import StreamParser
 from gemma4_lark import fuzz, tokens
+from gemma4_lark.possessive import POSSESSIVE
 from timing import Guard, guard_tests
 
 D = tokens.STRING_DELIMITER
@@ -101,6 +102,7 @@ def test_grammar_generated_outputs(text):
 @pytest.mark.parametrize("text", [
     "hi " + CALL + " and " + CALL,
     CALL.replace("location:", "location: \n"),  # whitespace between the value start and the string
+    CALL.replace("location:", "location:" + " " * 5),  # more than the one-step read looks back over
     CALL.replace(",days:3", ",days:3" + D + "x" + D),  # a stray delimiter: the scan's, not the jump's
     "<|tool_call>call:f{a:1" + D + "}<tool_call|>after" + D + "}<tool_call|>",  # one that would hide a closer
     CALL.replace("<tool_call|>", "<turn|>"),  # ended unclosed
@@ -114,6 +116,7 @@ def test_edges(text, strict):
     _same(text, [33, 1], strict=strict)
 
 
+@pytest.mark.skipif(not POSSESSIVE, reason="Python 3.10's re has no possessive quantifiers: the scan reads every block")
 def test_a_whole_block_is_read_in_one_step(monkeypatch):
     markers = []
     real = StreamParser._on_marker
@@ -145,6 +148,8 @@ _GUARDS = [
     Guard("a block given up at its end", lambda text: StreamParser().feed(text), _failing_block, 256),
     Guard("unclosed blocks, one closed at the end", lambda text: StreamParser().feed(text), _unclosed_blocks, 64),
     Guard("whitespace before stray delimiters", lambda text: StreamParser().feed(text), _spaced, 64),
+    Guard("a block given up at its end, strict", lambda text: StreamParser(strict=True).feed(text),
+          lambda n: _failing_block(n).replace("}<tool_call|>", "<turn|>"), 256),
     Guard("a closed block of many strings", lambda text: StreamParser().feed(text), _closed_block, 256),
 ]
 test_time_grows_linearly, test_each_guard_can_fail = guard_tests(_GUARDS, twins=_GUARDS[:1])
