@@ -340,13 +340,19 @@ class Worker:
                                      stdout=subprocess.PIPE, text=True, cwd=REPO)
 
     def ask(self, **request) -> dict:
-        self.proc.stdin.write(json.dumps(request) + "\n")
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write(json.dumps(request) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            return {"error": "the worker died (its error is above)"}
         line = self.proc.stdout.readline()
-        return json.loads(line) if line else {"error": "the worker died"}
+        return json.loads(line) if line else {"error": "the worker died (its error is above)"}
 
     def close(self):
-        self.proc.stdin.close()
+        try:
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            pass
         self.proc.wait(timeout=30)
 
 
