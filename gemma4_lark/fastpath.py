@@ -15,14 +15,17 @@ How (each pattern below is one of the grammar's terminals, read from it, never r
    taken exactly as the grammar takes them, and the even ones the structure around them.
 3. The structure is refused when it holds a character JSON would read differently from the
    grammar (`"`, `'`, `\\`); then each string becomes a `'` placeholder, bare keys before `:` and
-   bare words in value position are quoted (KEY and BARE_WORD, with the grammar's patterns), the
-   null spellings `None` and `none` become `null`, and the placeholders become the strings,
-   JSON-encoded by C.
+   bare words in value position are quoted (KEY and BARE_WORD, with the grammar's patterns; a
+   bare word that ends where no value can refuses the block at once), the null spellings `None`
+   and `none` become `null`, and the placeholders become the strings, JSON-encoded by C; or, when
+   the strings are long, tokens (`"'3"`) that a walk over the decoded value replaces with the
+   strings as they are.
 4. `json.loads` decodes it, or refuses: JSON's numbers, literals and structure are a subset of the
    grammar's (`.5`, `007`, a trailing comma, a key in a list... are refused and go to LALR).
    Refused too, to keep the grammar's limits exact: more brackets than the depth limit, a digit run
    long enough to approach the integer digit limit, a float beyond a double, JSON's own NaN and
-   Infinity.
+   Infinity; a repeated key when the caller asks for the duplicate-key report; and, for memory, a
+   big block of many short strings.
 
 tests/test_fastpath.py checks by differential fuzzing (canonical, mutated, hostile and
 grammar-generated blocks) that every block this path takes decodes exactly as the LALR path
@@ -34,7 +37,6 @@ from __future__ import annotations
 import functools
 import json
 import re
-import sys
 from json.encoder import encode_basestring
 
 from . import grammar, tokens
@@ -85,14 +87,14 @@ _decode_unique = json.JSONDecoder(parse_float=_float, parse_constant=_constant, 
 
 
 def _quoted(m) -> str:
-    opener, key, before, word = m.groups()
+    """The key or bare word of a `words` match, quoted, after what opened it; a word that ends
+    where no value can (the third alternative) refuses the block. A function, not a template:
+    Python 3.11 and 3.10 expand a template's group references in a Python function per match that
+    costs more than twice this one (10 words: 22 µs against 8, on top of 7.5 µs of matching)."""
+    opener, key, before, word, _, stuck = m.groups()
+    if stuck is not None:
+        raise _Refused
     return f'{opener}"{key}"' if key is not None else f'{before}"{word}"'
-
-
-# The key or bare word of a match, quoted, after what opened it. Python 3.12 expands a template's
-# group references in C; 3.11 and 3.10 call a Python function per match that costs more than twice
-# this one (measured: 10 words, 22 µs against 8 on top of the 7.5 µs of matching).
-_QUOTED = r'\1\3"\2\4"' if sys.version_info >= (3, 12) else _quoted
 
 
 def _pattern(name: str) -> str:
@@ -119,10 +121,15 @@ def _compiled():
     # lookahead (`fa<|think|>lse`): a lookahead is atomic, and the backreference takes exactly
     # what it matched. Keys and bare words are quoted by one pass: one alternative each, and
     # the groups of the one that did not match are empty in the template.
+    # A third alternative takes a bare word that ends where no value can (before `[`, `{`, a
+    # string, a control token): JSON could not read the block, so it is refused there, at once.
+    # Without it the search went on inside the word, and a word of n colons (BARE_WORD holds `:`)
+    # was read again from each of them: quadratic, 8 s for a 16 KB block.
     literals = "|".join(re.escape(lit(n)) for n in ("TRUE", "FALSE", "NULL"))
+    not_literal = f"(?!(?:{literals}){blank}{ends_value})"
     words = re.compile(f"({opens_key}{blank})({_pattern('KEY')})(?={blank}{colon})"
-                       f"|({opens_value}{blank})(?!(?:{literals}){blank}{ends_value})"
-                       f"(?=({_pattern('BARE_WORD')}))\\4(?={blank}{ends_value})")
+                       f"|({opens_value}{blank}){not_literal}(?=({_pattern('BARE_WORD')}))\\4(?={blank}{ends_value})"
+                       f"|({opens_value}{blank}){not_literal}(?=({_pattern('BARE_WORD')}))\\6")
     digits = re.compile(f"[0-9]{{{_LONGEST_DIGIT_RUN}}}")
     null_spellings = (lit("NULL_PYTHON"), lit("NULL_OMP"))
     return (head.match, lit("RBRACE") + lit("TOOL_CALL_CLOSE"), words.sub, null_spellings,
@@ -159,13 +166,18 @@ def parse_call(text: str, max_depth: int, *, unique_keys: bool = False):
         # A bare word that is exactly `None` or `none` is the null the lexer reads; one that only
         # holds it (`:None` after a key's colon) stays a word: decided on the lexer's whole match.
         def quoted(m):
+            if m.group(6) is not None:
+                raise _Refused
             if m.group(2) is not None:
                 return f'{m.group(1)}"{m.group(2)}"'
             word = m.group(4)
             return m.group(3) + (null if word in null_spellings else f'"{word}"')
-        template = words(quoted, template)
     else:
-        template = words(_QUOTED, template)
+        quoted = _quoted
+    try:
+        template = words(quoted, template)
+    except _Refused:
+        return None
     if by_token:
         template = template.replace("%", "%%").replace(_PLACEHOLDER, '"\'%d"') % tuple(range(len(strings)))
     elif strings:

@@ -14,6 +14,7 @@ from hypothesis import given, settings, strategies as st
 import gemma4_lark as g
 from gemma4_lark import fastpath, fuzz, tokens
 from gemma4_lark.parser import DEFAULT_MAX_DEPTH, parse_from
+from timing import Guard, guard_tests
 
 D = tokens.STRING_DELIMITER
 
@@ -212,16 +213,6 @@ def test_the_stream_parser_takes_the_fast_path(monkeypatch):
     assert [d.code for d in out.calls[0].diagnostics] == ["duplicate-key"]
 
 
-@settings(max_examples=300)
-@given(pieces=st.lists(st.sampled_from([p for p in _HOSTILE if p not in ('"', "'", "\\")]), max_size=24))
-def test_the_two_quotings_of_words_agree(pieces):
-    """Keys and bare words are quoted by a template on Python 3.12 and later (expanded in C there)
-    and by a function before: the same text either way, on whichever version runs the suite."""
-    words = fastpath._compiled()[2]
-    template = "{" + "".join(pieces) + "}"
-    assert words(fastpath._quoted, template) == words(r'\1\3"\2\4"', template)
-
-
 def test_big_blocks_take_the_path_that_keeps_memory_down(monkeypatch):
     """Blocks of any size are taken (no cliff between sizes), but a big one of many short strings
     goes to LALR: there each string costs this path about 100 bytes, LALR about 8."""
@@ -233,3 +224,27 @@ def test_big_blocks_take_the_path_that_keeps_memory_down(monkeypatch):
     assert _check(code) and _check(ints)
     assert fastpath.parse_call(strings, DEFAULT_MAX_DEPTH) is None
     assert g.parse_call(strings).arguments == {"a": ["x"] * 3000}
+
+
+def _colon_word(n: int, end: str) -> str:
+    return "<|tool_call>call:f{a:" + "b:" * n + "b" + end + "}<tool_call|>"
+
+
+# A bare word of n colons (BARE_WORD holds `:`), ending where a value can or cannot: the search
+# for words read it again from each colon when it could not end (found by review: 8 s at 16 KB).
+_GUARDS = [
+    Guard("a colon-dense word that cannot end a value", lambda text: fastpath.parse_call(text, DEFAULT_MAX_DEPTH),
+          lambda n: _colon_word(n, "[]"), 500),
+    Guard("a colon-dense word that can", lambda text: fastpath.parse_call(text, DEFAULT_MAX_DEPTH),
+          lambda n: _colon_word(n, ""), 500),
+    Guard("a colon-dense word in a list, then a brace", lambda text: fastpath.parse_call(text, DEFAULT_MAX_DEPTH),
+          lambda n: "<|tool_call>call:f{a:[" + "b:" * n + "b{]}<tool_call|>", 500),
+]
+test_time_grows_linearly, test_each_guard_can_fail = guard_tests(_GUARDS, twins=_GUARDS[:1])
+
+
+def test_a_word_that_cannot_end_a_value_is_refused_at_once():
+    assert fastpath.parse_call(_colon_word(3, "[]"), DEFAULT_MAX_DEPTH) is None
+    assert fastpath.parse_call(_colon_word(3, ""), DEFAULT_MAX_DEPTH).arguments == {"a": "b:b:b:b"}
+    with pytest.raises(g.GemmaSyntaxError):
+        g.parse_call(_colon_word(3, "[]"))
