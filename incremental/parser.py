@@ -361,6 +361,14 @@ class StreamParser:
                 return [Text(chunk, (start, end))]
             if state is _THINKING:
                 return [ThinkingDelta(chunk, (start, end))]
+            size = self._block_size + len(chunk)
+            if not self._head and self._small < _COMPACT_EVERY - 1 and size <= self.max_block_chars:
+                # block content once its head is decided: what _add_to_block does then, inlined
+                # (not bare, not oversized, not yet due to be compacted)
+                self._block_size = size
+                self._block.append(chunk)
+                self._small += 1
+                return []
             events = []
             self._add_to_block(chunk, start, events)
             return events
