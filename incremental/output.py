@@ -49,28 +49,45 @@ class ParsedOutput:
         return to_openai_message(self)
 
 
+_BASES: dict[type, type] = {t: t for t in (Text, ToolCallEnd, ThinkingDelta, ThinkingStart, ThinkingEnd,
+                                          ToolCallError, Stop)}
+
+
+def _base(kind: type) -> type:
+    """The event type `kind` is, or derives from (kept for the next event); `kind` itself when none."""
+    _BASES[kind] = base = next((t for t in kind.__mro__ if t in _BASES), kind)
+    return base
+
+
 def collect(events: Iterable[Event]) -> ParsedOutput:
     """The events of a whole stream gathered into a ParsedOutput: the thoughts are assembled from
     their deltas. Raises nothing for events of a stream."""
     events = list(events)
-    stops = [e.marker for e in events if isinstance(e, Stop)]
-    thinking, thought = [], None
-    for event in events:
-        if isinstance(event, ThinkingStart):
+    text: list[str] = []
+    thinking: list[str] = []
+    calls: list[ToolCallEnd] = []
+    errors: list[ToolCallError] = []
+    stop = None
+    thought = None
+    for event in events:  # one pass, by type (a subclass of an event type counts as its base)
+        kind = _BASES.get(type(event)) or _base(type(event))
+        if kind is Text:
+            text.append(event.text)
+        elif kind is ToolCallEnd:
+            calls.append(event)
+        elif kind is ThinkingDelta:
+            if thought is not None:
+                thought.append(event.text)
+        elif kind is ThinkingStart:
             thought = []
-        elif isinstance(event, ThinkingDelta) and thought is not None:
-            thought.append(event.text)
-        elif isinstance(event, ThinkingEnd):
+        elif kind is ThinkingEnd:
             thinking.append("".join(thought or ()))
             thought = None
-    return ParsedOutput(
-        text="".join(e.text for e in events if isinstance(e, Text)),
-        thinking=thinking,
-        calls=[e for e in events if isinstance(e, ToolCallEnd)],
-        errors=[e for e in events if isinstance(e, ToolCallError)],
-        stop=stops[0] if stops else None,
-        events=events,
-    )
+        elif kind is ToolCallError:
+            errors.append(event)
+        elif kind is Stop and stop is None:
+            stop = event.marker
+    return ParsedOutput(text="".join(text), thinking=thinking, calls=calls, errors=errors, stop=stop, events=events)
 
 
 def merge_deltas(events: Iterable[Event]) -> list[Event]:

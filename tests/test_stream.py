@@ -261,3 +261,17 @@ def test_random_splits_give_the_same_merged_events(pieces, cuts, thinking, start
     assert_tiles(whole, text)
     assert_tiles(chunked, text)
     assert merged(chunked) == merged(whole)
+
+
+def test_collect_reads_a_subclass_of_an_event_type_as_its_base():
+    from dataclasses import dataclass
+
+    from gemma4_incremental import collect
+    from gemma4_lark.events import Stop, Text
+
+    @dataclass(frozen=True, slots=True)
+    class Tagged(Text):
+        tag: str = ""
+
+    out = collect([Text("a", (0, 1)), Tagged("b", (1, 2), tag="x"), Stop("<turn|>", (2, 9)), Stop("<eos>", (9, 14))])
+    assert out.text == "ab" and out.stop == "<turn|>"
