@@ -88,10 +88,10 @@ _decode_unique = json.JSONDecoder(parse_float=_float, parse_constant=_constant, 
 
 def _quoted(m) -> str:
     """The key or bare word of a `words` match, quoted, after what opened it; a word that ends
-    where no value can (the third alternative) refuses the block. A function, not a template:
+    where no value can (its last group matched) refuses the block. A function, not a template:
     Python 3.11 and 3.10 expand a template's group references in a Python function per match that
     costs more than twice this one (10 words: 22 µs against 8, on top of 7.5 µs of matching)."""
-    opener, key, before, word, _, stuck = m.groups()
+    opener, key, before, word, stuck = m.groups()
     if stuck is not None:
         raise _Refused
     return f'{opener}"{key}"' if key is not None else f'{before}"{word}"'
@@ -120,16 +120,15 @@ def _compiled():
     # It must be the lexer's whole match, not a longer one found by backtracking to meet the
     # lookahead (`fa<|think|>lse`): a lookahead is atomic, and the backreference takes exactly
     # what it matched. Keys and bare words are quoted by one pass: one alternative each, and
-    # the groups of the one that did not match are empty in the template.
-    # A third alternative takes a bare word that ends where no value can (before `[`, `{`, a
-    # string, a control token): JSON could not read the block, so it is refused there, at once.
-    # Without it the search went on inside the word, and a word of n colons (BARE_WORD holds `:`)
-    # was read again from each of them: quadratic, 8 s for a 16 KB block.
+    # the groups of the one that did not match are None.
+    # A bare word that ends where no value can (before `[`, `{`, a string, a control token) is
+    # taken too, its last group matching empty: JSON could not read the block, so it is refused
+    # there, at once. Left untaken, the search went on inside the word, and a word of n colons
+    # (BARE_WORD holds `:`) was read again from each of them: quadratic, 8 s for a 16 KB block.
     literals = "|".join(re.escape(lit(n)) for n in ("TRUE", "FALSE", "NULL"))
-    not_literal = f"(?!(?:{literals}){blank}{ends_value})"
     words = re.compile(f"({opens_key}{blank})({_pattern('KEY')})(?={blank}{colon})"
-                       f"|({opens_value}{blank}){not_literal}(?=({_pattern('BARE_WORD')}))\\4(?={blank}{ends_value})"
-                       f"|({opens_value}{blank}){not_literal}(?=({_pattern('BARE_WORD')}))\\6")
+                       f"|({opens_value}{blank})(?!(?:{literals}){blank}{ends_value})"
+                       f"(?=({_pattern('BARE_WORD')}))\\4(?:(?={blank}{ends_value})|())")
     digits = re.compile(f"[0-9]{{{_LONGEST_DIGIT_RUN}}}")
     null_spellings = (lit("NULL_PYTHON"), lit("NULL_OMP"))
     return (head.match, lit("RBRACE") + lit("TOOL_CALL_CLOSE"), words.sub, null_spellings,
@@ -166,7 +165,7 @@ def parse_call(text: str, max_depth: int, *, unique_keys: bool = False):
         # A bare word that is exactly `None` or `none` is the null the lexer reads; one that only
         # holds it (`:None` after a key's colon) stays a word: decided on the lexer's whole match.
         def quoted(m):
-            if m.group(6) is not None:
+            if m.group(5) is not None:
                 raise _Refused
             if m.group(2) is not None:
                 return f'{m.group(1)}"{m.group(2)}"'
