@@ -51,6 +51,13 @@ def open_object(n: int) -> list:
                   "additionalProperties": True})
 
 
+def open_object_pieces(n: int) -> list:
+    """`open_object` with keys of several lexer pieces (`p-0`): each key is a literal the greedy
+    check must weigh against the keys it starts with (`p-1` and `p-10`): n^3 before (512 keys, 142 s)."""
+    return _tool({"type": "object", "properties": {f"p-{i}": {"type": "integer"} for i in range(n)},
+                  "additionalProperties": True})
+
+
 def deep_object(n: int) -> list:
     schema: dict = {"type": "string"}
     for i in range(n):
@@ -100,7 +107,8 @@ SHAPES = {
     "anyof_oneof": (anyof_oneof, (4, 8, 12, 16, 20, 30)),
     "at_least_one": (at_least_one, (16, 32, 64, 128, 256, 512)),
     "wide_object": (wide_object, (32, 64, 128, 256, 512)),
-    "open_object": (open_object, (64, 128, 256, 512, 1024)),
+    "open_object": (open_object, (64, 128, 256, 512, 1024, 2048)),
+    "open_object_pieces": (open_object_pieces, (64, 128, 256, 512, 1024, 2048)),
     "deep_object": (deep_object, (4, 8, 16, 32, 60)),
     "long_enum": (long_enum, (64, 128, 256, 512, 1024)),
     "tagged_union": (tagged_union, (8, 16, 32, 64, 128)),

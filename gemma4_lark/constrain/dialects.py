@@ -113,8 +113,9 @@ class _Lexemes:
         self.grammar, self.folded, self.split = grammar, folded, split
         self.first: dict[str, tuple[frozenset, bool]] = {}
         self.rule_starts: dict[str, frozenset] = {}
-        self.siblings: set[frozenset] = set()
+        self.siblings: dict[frozenset, frozenset] = {}  # each set of siblings: its lexemes
         self._inline: dict[int, bool] = {}  # by id: hashing a frozen expression walks all of it
+        self._first_known: dict[int, tuple] | None = None
         rules = [n for n in reachable(grammar) if n not in folded]
         components = _components({n: [r for r in refs(grammar.rules[n]) if r not in folded] for n in rules})
         # each pass in the order of the components (callees first, or callers first), iterated
@@ -123,6 +124,9 @@ class _Lexemes:
             for _ in range(len(component) + 1):  # a fixpoint inside a cycle: its size bounds it
                 for name in component:
                     self.first[name] = self.first_of(grammar.rules[name])
+        # the rules' first lexemes are final: an expression's are too, and asked for at every
+        # point of the walks below (by id, as `_inline`)
+        self._first_known: dict[int, tuple] = {}
         # the lexemes that may follow each rule, callers before callees
         follow_units: dict[str, frozenset] = {n: frozenset() for n in rules}
         for component in reversed(components):
@@ -138,9 +142,9 @@ class _Lexemes:
         for component in reversed(components):
             for _ in range(len(component) + 1):
                 for name in component:
-                    self.walk(grammar.rules[name], self.follow[name], record=False)
+                    self.walk(grammar.rules[name], self.follow[name], _units(self.follow[name]), record=False)
         for name in rules:
-            self.walk(grammar.rules[name], self.follow[name], record=True)
+            self.walk(grammar.rules[name], self.follow[name], _units(self.follow[name]), record=True)
 
     def inline(self, e: Repeat) -> bool:
         known = self._inline.get(id(e))
@@ -161,6 +165,15 @@ class _Lexemes:
 
     def first_of(self, e: Expr) -> tuple[frozenset, bool]:
         """The lexemes `e` may start with, and whether it may be empty."""
+        known = self._first_known
+        if known is not None:
+            found = known.get(id(e))
+            if found is None:
+                found = known[id(e)] = (self._first_of(e), e)  # holding `e`: its id stays its own
+            return found[0]
+        return self._first_of(e)
+
+    def _first_of(self, e: Expr) -> tuple[frozenset, bool]:
         if isinstance(e, (Literal, CharClass, Special)):
             units = self.units(e)
             return (frozenset(units[:1]), not units)
@@ -239,32 +252,41 @@ class _Lexemes:
                 return frozenset(out)
         return frozenset(out) | after
 
-    def walk(self, e: Expr, then: frozenset, *, record: bool) -> None:
-        """Visit `e`, followed by `then` ((lexeme, what follows it) pairs): gather the follow
-        sets of the rules it refers to (first pass), or the sets of sibling lexemes (record)."""
+    def walk(self, e: Expr, then: frozenset, then_units: frozenset, *, record: bool) -> None:
+        """Visit `e`, followed by `then` ((lexeme, what follows it) pairs; `then_units`, their
+        lexemes): gather the follow sets of the rules it refers to (first pass), or the sets of
+        sibling lexemes (record). The lexemes of a set travel beside it, so that no step walks a
+        set in Python: an object of n optional members has n sets of up to n lexemes."""
+        first, empty = self.first_of(e)
         if record:
-            here = self.starts(e, frozenset(u for u, _ in then))
-            if self.first_of(e)[1]:
+            here = self.starts(e, then_units)
+            units = first | then_units if empty else first
+            if empty:
                 here |= then
-            if len({u for u, _ in here}) > 1:
-                self.siblings.add(here)
+            if len(units) > 1:
+                self.siblings[here] = units
         if isinstance(e, Ref):
             if e.name not in self.folded and not record:
                 self.follow[e.name] = self.follow[e.name] | then
         elif isinstance(e, Seq):
-            rest = then
+            rest, rest_units = then, then_units
             for item in reversed(e.items):
-                self.walk(item, rest, record=record)
-                here = self.starts(item, frozenset(u for u, _ in rest))
-                rest = here | rest if self.first_of(item)[1] else here
+                self.walk(item, rest, rest_units, record=record)
+                here = self.starts(item, rest_units)
+                first, empty = self.first_of(item)
+                rest, rest_units = (here | rest, first | rest_units) if empty else (here, first)
         elif isinstance(e, Choice):
             for option in e.options:
-                self.walk(option, then, record=record)
+                self.walk(option, then, then_units, record=record)
         elif isinstance(e, Repeat) and not self.inline(e):
             if e.max is None or e.max > 1:
-                units = frozenset(u for u, _ in then) | self.first_of(e.item)[0]
-                then = then | self.starts(e.item, units)
-            self.walk(e.item, then, record=record)
+                then_units = then_units | self.first_of(e.item)[0]
+                then = then | self.starts(e.item, then_units)
+            self.walk(e.item, then, then_units, record=record)
+
+
+def _units(pairs: frozenset) -> frozenset:
+    return frozenset(u for u, _ in pairs)
 
 
 def _inline(e: Repeat) -> bool:
@@ -538,27 +560,97 @@ def greedy_safe(grammar: Grammar, regular: frozenset[str]) -> tuple[frozenset[st
     automata = _Automata(grammar)
     verdicts: dict[tuple, bool] = {}
     while True:
-        lex = _Lexemes(grammar, folded, split)
-        unfold, more_split = set(), set()
-        pairs = {pair for group in lex.siblings for pair in group}
-        units = {u for u, _ in pairs}.union(*{after for _, after in pairs})
-        classes = frozenset().union(*(automata.classes(u) for u in units if u[0] != "sp"))
-        for group in lex.siblings:
-            for b, _ in group:
-                if b[0] not in ("term", "lit") or (b[0] == "lit" and len(_literal_pieces(b[1])) < 2):
-                    continue
-                for a, after in group:
-                    if a == b or not _overlap(automata.first_chars(a), automata.first_chars(b)):
-                        continue
-                    key = (a, b, after)
-                    if key not in verdicts:
-                        verdicts[key] = automata.runs_past(a, b, after, classes)
-                    if verdicts[key]:
-                        (unfold if b[0] == "term" else more_split).add(b[1])
-                        break
+        unfold, more_split = _runs_past_siblings(_Lexemes(grammar, folded, split), automata, verdicts)
         if not unfold and not more_split:
             return folded, split
         folded, split = folded - unfold, split | more_split
+
+
+def _runs_past_siblings(lex: _Lexemes, automata: _Automata, verdicts: dict) -> tuple[set, set]:
+    """The folded rules and the literals that some sibling lexeme can run past (`runs_past`).
+
+    Each pair of siblings is checked once, however many sets it is in: an object of n optional
+    members has n sets of up to n siblings, so a walk of every pair of every set costs n^3. The
+    candidates (a folded rule, or a literal of two or more pieces) are met three ways:
+    - a folded rule, against every sibling not yet checked against it (a set difference);
+    - a literal, against the lexemes beside it that are no literals, each remembering the
+      literals it was checked against;
+    - a literal, against the literals it starts with (only those can run past it: `a` must be
+      read whole on a path of `b`, and `b` go on), found once by sorting the literals.
+    The sets themselves are compared in C (their unions and differences); Python only visits a
+    pair the first time it meets it."""
+    unfold: set = set()
+    more_split: set = set()
+    all_pairs = frozenset().union(*lex.siblings)
+    afters: dict = {}
+    for u, after in all_pairs:
+        afters.setdefault(u, []).append(after)
+    units = set(afters).union(*(after for _, after in all_pairs))
+    classes = frozenset().union(*(automata.classes(u) for u in units if u[0] != "sp"))
+    firsts: dict = {}
+
+    def first_chars(u):
+        if u not in firsts:
+            firsts[u] = automata.first_chars(u)
+        return firsts[u]
+
+    def check(a, b, after):
+        if a == b or b[1] in (unfold if b[0] == "term" else more_split):
+            return
+        if not _overlap(first_chars(a), first_chars(b)):
+            return
+        key = (a, b, after)
+        if key not in verdicts:
+            verdicts[key] = automata.runs_past(a, b, after, classes)
+        if verdicts[key]:
+            (unfold if b[0] == "term" else more_split).add(b[1])
+
+    terms = frozenset(u for u in afters if u[0] == "term")
+    literals = frozenset(u for u in afters if u[0] == "lit" and len(_literal_pieces(u[1])) >= 2)
+    others = frozenset(u for u in afters if u[0] != "lit")
+    pending = {b: {(a, after) for a in prefix for after in afters[a]}
+               for b, prefix in _literal_prefixes([u for u in afters if u[0] == "lit"], literals).items()}
+    seen_by_term: dict = {}
+    seen_by_other: dict = {}
+    # the largest sets first: the smaller ones are mostly inside them, so they find nothing new
+    for group, group_units in sorted(lex.siblings.items(), key=lambda item: -len(item[0])):
+        for b in group_units & terms:
+            seen = seen_by_term.setdefault(b, set())
+            for a, after in group.difference(seen):
+                check(a, b, after)
+            seen.update(group)
+        here = group_units & literals
+        if here:
+            for a in group_units & others:
+                for after in afters[a]:
+                    if (a, after) in group:
+                        seen = seen_by_other.setdefault((a, after), set())
+                        for b in here.difference(seen):
+                            check(a, b, after)
+                        seen.update(here)
+            for b in here.intersection(pending):
+                waiting = pending[b]
+                for pair in [p for p in waiting if p in group]:
+                    waiting.discard(pair)
+                    check(pair[0], b, pair[1])
+                if not waiting:
+                    del pending[b]
+    return unfold, more_split
+
+
+def _literal_prefixes(lits: list, of: frozenset) -> dict:
+    """For each literal lexeme of `of`, the literal lexemes of `lits` its text starts with (and
+    is longer than), when it has any: in sorted order a text's prefixes come before it, on a
+    stack of the texts that start one another (linear in the texts, and in what it returns)."""
+    out: dict = {}
+    stack: list = []
+    for u in sorted(lits, key=lambda u: u[1]):
+        while stack and not u[1].startswith(stack[-1][1]):
+            stack.pop()
+        if stack and u in of:
+            out[u] = list(stack)
+        stack.append(u)
+    return out
 
 
 def _overlap(a: tuple, b: tuple) -> bool:
