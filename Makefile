@@ -52,8 +52,9 @@ fuzz: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/gemma4-lark docs --out docs/spec
 
-# The parser tables the package carries (gemma4_lark/tables.json), regenerated from the grammar
-# when they are stale, for the latest Lark and the minimum one (each venv writes its own version's);
+# The parser tables and the terminals the package carries (gemma4_lark/tables.json, terminals.json),
+# regenerated from the grammar when they are stale, for the latest Lark and the minimum one (each
+# venv writes its own version's tables);
 # tests/test_cache_tables.py fails until they are.
 tables: $(STAMP) $(MIN_STAMP)
 	$(BIN)/python -c 'from gemma4_lark import grammar; raise SystemExit(grammar.main())'

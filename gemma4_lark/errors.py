@@ -9,9 +9,10 @@ no terminal at all). Terminal names come from the grammar; nothing here re-state
 from __future__ import annotations
 
 import copy
+from typing import TYPE_CHECKING
 
-import lark
-from lark.parsers.lalr_parser_state import ParserState
+if TYPE_CHECKING:
+    import lark
 
 from .grammar import literal_terminals, terminal_literal
 from .diagnostics import LineIndex, shown_line
@@ -157,6 +158,9 @@ def _viable(exc: lark.exceptions.UnexpectedInput, candidates: set[str]) -> set[s
     to a copy of the parser state, callbacks off, keeps the ones that fit, as Lark's own
     `InteractiveParser.accepts` does.
     """
+    import lark
+    from lark.parsers.lalr_parser_state import ParserState
+
     parser_state = exc.interactive_parser.parser_state if exc.interactive_parser else exc.state
     if not isinstance(parser_state, ParserState):
         return candidates
@@ -206,6 +210,8 @@ def from_lark(exc: lark.exceptions.UnexpectedInput, source: str, *, start: int =
 
     The cost is independent of the length of `source` (given `lines` for the line number).
     """
+    import lark  # loaded with the LALR parser that raised `exc`
+
     if isinstance(exc, lark.exceptions.UnexpectedToken) and exc.token.type != "$END":
         pos = exc.token.start_pos
         found = exc.token.type

@@ -14,6 +14,11 @@ each Lark version the project is tested with (Lark's serialized form changes bet
 vLLM pins 1.2.2). They are used only when they were generated from this very grammar text by the
 Lark version installed; otherwise the parser is built from the grammar. Nothing is ever unpickled: see docs/security.md,
 "Loading the parser tables".
+
+The terminals' patterns, which the fast path, the renderers and the stream scanner compile at
+import, come from a second file made the same way (`terminals.json`): reading them needs neither
+Lark nor the tables, so that `import gemma4_incremental` loads Lark only when a block first needs
+the LALR parser (the fast path takes the common ones without it).
 """
 
 from __future__ import annotations
@@ -25,12 +30,12 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-import lark
-from lark.parsers.lalr_analysis import Shift
+import re
 
 GRAMMAR_PACKAGE = "gemma4_lark"
 GRAMMAR_FILE = "gemma4.lark"
 TABLES_FILE = "tables.json"
+TERMINALS_FILE = "terminals.json"
 
 BLOCK_STARTS = ("call_block", "response_block", "declaration_block", "response_blocks", "declaration_blocks",
                 "value_document")
@@ -59,6 +64,8 @@ def build(starts, *, strict: bool = False, cache: bool = True) -> lark.Lark:
     Raises `lark.exceptions.GrammarError` (or another `LarkError`) only if the grammar itself is
     broken, which the test suite rules out for the grammar it ships.
     """
+    import lark
+
     starts = tuple(starts)
     if cache and not strict:
         tables = stored_tables()
@@ -78,6 +85,8 @@ def grammar_sha256() -> str:
 def stored_tables() -> dict | None:
     """The parser tables the package carries for the installed Lark version, decoded, or None when
     there are none for it or they were not generated from this grammar (then parsers are built)."""
+    import lark
+
     stored = _stored_file()
     if stored is None or stored["grammar_sha256"] != grammar_sha256():
         return None
@@ -96,6 +105,8 @@ def generate_tables() -> dict:
     """The tables of the block and document parsers, built from the grammar by the installed Lark,
     as plain data; the tables the file holds for other Lark versions are kept when they were made
     from this same grammar (each version's venv adds its own: `make tables`)."""
+    import lark
+
     parsers = {}
     for kind, starts in STORED_STARTS.items():
         data, memo = build(starts, cache=False).memo_serialize([lark.lexer.TerminalDef, lark.grammar.Rule])
@@ -165,9 +176,53 @@ def tables_path() -> Path:
     return Path(__file__).resolve().parent / TABLES_FILE
 
 
+def terminals_path() -> Path:
+    """Where `make tables` writes the terminals: beside this module, in the source tree."""
+    return Path(__file__).resolve().parent / TERMINALS_FILE
+
+
+def generate_terminals() -> dict:
+    """Every terminal's pattern as plain data (name, "str" or "re", its text, its flags), as the
+    installed Lark compiles the grammar: what `terminals.json` holds."""
+    return {"grammar_sha256": grammar_sha256(),
+            "terminals": sorted([t.name, t.pattern.type, t.pattern.value, sorted(t.pattern.flags)] for t in terminals())}
+
+
+def encode_terminals(stored: dict) -> str:
+    lines = ",\n".join(json.dumps(t, ensure_ascii=False) for t in stored["terminals"])
+    return f'{{"grammar_sha256": {json.dumps(stored["grammar_sha256"])}, "terminals": [\n{lines}\n]}}\n'
+
+
+@functools.lru_cache(maxsize=1)
+def terminal_specs() -> dict[str, tuple[str, str, tuple[str, ...]]]:
+    """name -> (kind, text, flags) for every terminal: from `terminals.json` when it was made
+    from this grammar (no Lark needed), otherwise from the parsers Lark builds."""
+    try:
+        stored = json.loads(_stored_terminals_text())
+    except (FileNotFoundError, ValueError):
+        stored = None
+    if stored is None or stored.get("grammar_sha256") != grammar_sha256():
+        stored = generate_terminals()
+    return {name: (kind, value, tuple(flags)) for name, kind, value, flags in stored["terminals"]}
+
+
+def _stored_terminals_text() -> str:
+    return resources.files(GRAMMAR_PACKAGE).joinpath(TERMINALS_FILE).read_text(encoding="utf-8")
+
+
+def _to_regexp(kind: str, value: str, flags: tuple[str, ...]) -> str:
+    """A terminal's pattern as one regular expression, as Lark writes it (`Pattern.to_regexp`:
+    a string escaped, then each flag a scoped group around it)."""
+    out = re.escape(value) if kind == "str" else value
+    for flag in flags:
+        out = f"(?{flag}:{out})"
+    return out
+
+
 @functools.lru_cache(maxsize=1)
 def terminals() -> tuple:
-    """Every terminal of the grammar (Lark's TerminalDef objects)."""
+    """Every terminal of the grammar (Lark's TerminalDef objects; this loads Lark and its
+    parsers: `terminal_specs` does neither)."""
     found = {}
     for starts in STORED_STARTS.values():
         for term in build(starts).terminals:
@@ -178,7 +233,7 @@ def terminals() -> tuple:
 @functools.lru_cache(maxsize=1)
 def literal_terminals() -> dict[str, str]:
     """Every terminal that is a fixed string, as literal -> terminal name (for error messages)."""
-    return {t.pattern.value: t.name for t in terminals() if t.pattern.type == "str"}
+    return {value: name for name, (kind, value, _) in terminal_specs().items() if kind == "str"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -196,12 +251,7 @@ def terminal_pattern(name: str):
 
     Raises `KeyError` when the grammar has no terminal of that name.
     """
-    import re
-
-    for term in terminals():
-        if term.name == name:
-            return re.compile(term.pattern.to_regexp())
-    raise KeyError(name)
+    return re.compile(_to_regexp(*terminal_specs()[name]))
 
 
 def canonical_tables(parser: lark.Lark) -> dict:
@@ -212,6 +262,8 @@ def canonical_tables(parser: lark.Lark) -> dict:
     breadth-first from the start states, transitions in symbol order, makes them comparable: two
     parsers accept the same language the same way exactly when these are equal.
     """
+    from lark.parsers.lalr_analysis import Shift
+
     table = parser.parser.parser.parser.parse_table
 
     def rule_key(rule):
@@ -251,6 +303,8 @@ def canonical_tables(parser: lark.Lark) -> dict:
 
 def stale_tables() -> list[str]:
     """The stored parsers that are missing or differ from what the grammar builds (empty: current)."""
+    import lark
+
     tables = stored_tables()
     if tables is None:
         return sorted(STORED_STARTS)
@@ -272,9 +326,23 @@ def main(argv: list[str] | None = None) -> int:
         if stale:
             print(f"{tables_path()} is stale ({', '.join(stale)}): run `make tables`", file=sys.stderr)
             return 1
+        if stale_terminals():
+            print(f"{terminals_path()} is stale: run `make tables`", file=sys.stderr)
+            return 1
         return 0
     # Lark's numbering varies from build to build: rewrite the file only when its meaning changed.
     if stale_tables():
         tables_path().write_text(encode_tables(generate_tables()), encoding="utf-8")
         stored_tables.cache_clear()
+    if stale_terminals():
+        terminals_path().write_text(encode_terminals(generate_terminals()), encoding="utf-8")
+        terminal_specs.cache_clear()
     return 0
+
+
+def stale_terminals() -> bool:
+    """Whether `terminals.json` is missing or differs from what the installed Lark compiles."""
+    try:
+        return json.loads(terminals_path().read_text(encoding="utf-8")) != generate_terminals()
+    except (FileNotFoundError, ValueError):
+        return True

@@ -8,30 +8,34 @@ one) on first use.
 from __future__ import annotations
 
 import functools
-
-import lark
+from typing import TYPE_CHECKING
 
 from . import fastpath, grammar
 from .errors import GemmaSyntaxError, from_lark
-from .lalr import LeanLALR
 from .model import ModelOutput, ToolCall, ToolDeclaration, ToolResponse, Thought, Transcript
 from .diagnostics import LineIndex
 from .values import (
     Build, DepthExceeded, LosslessBuild, IntegerTooLong, NumberOutOfRange, ParseState, current, integer_digit_limit,
 )
 
+if TYPE_CHECKING:
+    from .lalr import LeanLALR
+
 DEFAULT_MAX_DEPTH = 512
 
 
 @functools.lru_cache(maxsize=1)
 def block_parser() -> LeanLALR:
-    """The parser for the block start rules (its lexer knows nothing of free text)."""
+    """The parser for the block start rules (its lexer knows nothing of free text). Lark loads
+    with the first of these parsers: a block the fast path takes needs none."""
+    from .lalr import LeanLALR
     return LeanLALR(grammar.build(grammar.BLOCK_STARTS), Build())
 
 
 @functools.lru_cache(maxsize=1)
 def document_parser() -> LeanLALR:
     """The parser for thoughts, model outputs and transcripts."""
+    from .lalr import LeanLALR
     return LeanLALR(grammar.build(grammar.DOCUMENT_STARTS), Build())
 
 
@@ -39,6 +43,7 @@ def document_parser() -> LeanLALR:
 def lossless_parser(blocks: bool) -> LeanLALR:
     """The same parsers with `LosslessBuild`: for decoding against the declared tools, whose
     typing needs each scalar's text and position. Built on first use only."""
+    from .lalr import LeanLALR
     starts = grammar.BLOCK_STARTS if blocks else grammar.DOCUMENT_STARTS
     return LeanLALR(grammar.build(starts), LosslessBuild())
 
@@ -69,6 +74,8 @@ def parse_from(text: str, pos: int, start: str, *, max_depth: int = DEFAULT_MAX_
         parser = lossless_parser(blocks)
     else:
         parser = block_parser() if blocks else document_parser()
+    import lark  # loaded by the parser above
+
     state = ParseState(max_depth=max_depth)
     token = current.set(state)
     try:

@@ -209,6 +209,7 @@ def test_parsers_from_the_stored_tables_agree_with_built_ones():
 def test_check_command(tmp_path, monkeypatch, capsys):
     assert grammar.main(["--check"]) == 0
     monkeypatch.setattr(grammar, "tables_path", lambda: tmp_path / "tables.json")
+    monkeypatch.setattr(grammar, "terminals_path", lambda: tmp_path / "terminals.json")
     monkeypatch.setattr(grammar.resources, "files", lambda package: tmp_path)
     grammar.stored_tables.cache_clear()
     (tmp_path / grammar.GRAMMAR_FILE).write_text(grammar.grammar_text(), encoding="utf-8")
@@ -218,9 +219,13 @@ def test_check_command(tmp_path, monkeypatch, capsys):
         assert grammar.main([]) == 0
         assert grammar.main(["--check"]) == 0
         assert stat.S_ISREG((tmp_path / "tables.json").stat().st_mode)
+        assert json.loads((tmp_path / "terminals.json").read_text(encoding="utf-8")) == grammar.generate_terminals()
+        (tmp_path / "terminals.json").write_text("{}", encoding="utf-8")
+        assert grammar.main(["--check"]) == 1 and "terminals.json is stale" in capsys.readouterr().err
     finally:
         monkeypatch.undo()
         grammar.stored_tables.cache_clear()
+        grammar.terminal_specs.cache_clear()
 
 
 def test_terminals_are_those_of_the_whole_grammar():
@@ -231,3 +236,27 @@ def test_terminals_are_those_of_the_whole_grammar():
     whole = grammar.build(grammar.BLOCK_STARTS + grammar.DOCUMENT_STARTS, cache=False).terminals
     assert described(grammar.terminals()) == described(whole)
     assert len(grammar.terminals()) == len(whole)
+
+
+def test_stored_terminals_are_current():
+    assert not grammar.stale_terminals(), f"{grammar.TERMINALS_FILE} is stale: run `make tables`"
+
+
+def test_terminal_patterns_read_without_lark_are_larks():
+    # terminal_pattern and literal_terminals read terminals.json; Lark's own objects must agree
+    for term in grammar.terminals():
+        assert grammar.terminal_pattern(term.name).pattern == term.pattern.to_regexp(), term.name
+    assert grammar.literal_terminals() == {t.pattern.value: t.name for t in grammar.terminals() if t.pattern.type == "str"}
+
+
+def test_stored_terminals_of_another_grammar_are_not_used(monkeypatch):
+    monkeypatch.setattr(grammar, "_stored_terminals_text", lambda: grammar.encode_terminals(
+        {"grammar_sha256": "0" * 64, "terminals": [["NAME", "re", "x", []]]}))
+    grammar.terminal_specs.cache_clear()
+    try:
+        assert grammar.terminal_specs()["NAME"][1] != "x"
+        assert grammar.terminal_specs() == {name: (kind, value, tuple(flags))
+                                            for name, kind, value, flags in grammar.generate_terminals()["terminals"]}
+    finally:
+        monkeypatch.undo()
+        grammar.terminal_specs.cache_clear()
