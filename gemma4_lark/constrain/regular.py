@@ -354,12 +354,17 @@ def _determinize(nfa: _NFA, start: int, final: int) -> DFA:
             for atoms, t in nfa.edges[q]:
                 for a in atoms:
                     moves[a].add(t)
+        closed: dict[frozenset, int] = {}  # atoms that move alike (most do) share one closure
         for a in range(n):
-            target = nfa.closure(moves[a])
-            if target not in index:
-                index[target] = len(order)
-                order.append(target)
-            row.append(index[target])
+            moved = frozenset(moves[a])
+            found = closed.get(moved)
+            if found is None:
+                target = nfa.closure(moved)
+                if target not in index:
+                    index[target] = len(order)
+                    order.append(target)
+                found = closed[moved] = index[target]
+            row.append(found)
         trans.append(row)
     accept = frozenset(i for i, states in enumerate(order) if final in states)
     return minimize(DFA(nfa.alphabet, trans, accept))
