@@ -79,7 +79,7 @@ def test_wheel_installs_and_parses(tmp_path):
                     "-w", str(dist), str(REPO)], check=True)
     [wheel] = dist.glob("gemma4_lark-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    for name in ("gemma4_lark/gemma4.lark", "gemma4_lark/tables.json", "gemma4_lark/py.typed",
+    for name in ("gemma4_lark/gemma4.lark", "gemma4_lark/tables.json", "gemma4_lark/terminals.json", "gemma4_lark/py.typed",
                  "gemma4_incremental/py.typed"):
         assert name in names, name
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), names
@@ -87,13 +87,14 @@ def test_wheel_installs_and_parses(tmp_path):
     venv.create(env, with_pip=True)
     python = env / "bin" / "python"
     subprocess.run([str(python), "-m", "pip", "install", "-q", str(wheel)], check=True)
-    code = ("import lark, json, gemma4_lark as g; from gemma4_lark import grammar; "
-            "print(g.parse_call('<|tool_call>call:f{a:1}<tool_call|>').arguments['a'], "
-            "grammar.stored_tables() is not None, "
+    code = ("import sys, json, gemma4_lark as g; from gemma4_lark import grammar; "
+            "print(g.parse_call('<|tool_call>call:f{a:1}<tool_call|>').arguments['a'], 'lark' in sys.modules); "
+            "import lark; print(grammar.stored_tables() is not None, "
             "lark.__version__ in json.loads(grammar.tables_path().read_text())['lark'])")
     result = subprocess.run([str(python), "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
-    value, used_tables, same_lark = result.stdout.split()
+    value, lark_loaded, used_tables, same_lark = result.stdout.split()
     assert value == "1"
+    assert lark_loaded == "False"  # the installed terminals.json serves the fast path without Lark
     assert used_tables == same_lark  # the stored tables serve whenever the installed Lark wrote them
 
     # Every subpackage ships, and works without extras: the exports, messages in, OpenAI serving.
