@@ -217,6 +217,73 @@ def test_greedy_check_finds_what_a_walk_of_every_pair_finds(grammar):
         folded, split = folded - found[0], split | found[1]
 
 
+@st.composite
+def _cyclic_grammars(draw) -> ir.Grammar:
+    """Rules that may refer to any rule, themselves and each other (nullable cycles too)."""
+    names = [f"r{i}" for i in range(draw(st.integers(2, 5)))]
+    rules = {name: draw(_expressions(names)) for name in names}
+    rules["start"] = ir.seq(ir.Literal("{"), ir.Ref(names[0]), ir.Literal("}"))
+    return ir.Grammar("start", rules)
+
+
+def _first_sets_swept_until_stable(grammar: ir.Grammar, lex) -> dict:
+    """Every rule's first lexemes, by sweeping all the rules until nothing changes."""
+    saved, lex.first = lex.first, {}
+    try:
+        while True:
+            before = dict(lex.first)
+            for name in lex.first.keys() | set(saved):
+                lex.first[name] = lex._first_of(grammar.rules[name])
+            if lex.first == before:
+                return dict(lex.first)
+    finally:
+        lex.first = saved
+
+
+@settings(max_examples=300, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(_cyclic_grammars())
+def test_greedy_check_sees_the_first_lexemes_of_every_cycle(grammar):
+    # a fixed number of sweeps per cycle missed first lexemes in nullable cycles of three rules,
+    # and a set of siblings with them (review): the sweeps now go on until nothing changes
+    lex = dialects._Lexemes(grammar, frozenset(), frozenset())
+    assert lex.first == _first_sets_swept_until_stable(grammar, lex)
+    automata = dialects._Automata(grammar)
+    assert dialects._runs_past_siblings(lex, automata, {}) == _every_pair_of_every_set(lex, automata)
+
+
+def test_a_nullable_cycle_of_three_rules_keeps_its_siblings():
+    grammar = ir.Grammar("start", {
+        "start": ir.choice(ir.seq(ir.Literal("{"), ir.Ref("r3"), ir.Literal("}")),
+                           ir.seq(ir.Literal("<"), ir.choice(ir.Literal("q"), ir.Ref("bb")), ir.Ref("r2"), ir.Literal(">"))),
+        "r1": ir.Ref("r3"), "r2": ir.Ref("r1"),
+        "r3": ir.choice(ir.Ref("r1"), ir.Literal(""), ir.seq(ir.Ref("r2"), ir.Literal("xy"))),
+        "bb": ir.seq(ir.Literal("q"), ir.CharClass("x"), ir.Literal("\x01"))})
+    folded, _ = dialects.greedy_safe(grammar, dialects.regular_rules(grammar))
+    assert "bb" not in folded  # `q` then `x` runs past it: written as a rule
+    assert Matcher(dialects.to_llguidance(grammar)).accepts("<qxy>")
+
+
+_HASH_ORDER = """
+from gemma4_lark.constrain import dialects, ir
+g = ir.Grammar("start", {
+    "start": ir.seq(ir.Literal("{"), ir.choice(ir.seq(ir.Literal("a" * 41), ir.Literal("bd")), ir.Ref("t"),
+                                               ir.CharClass("a")), ir.Literal("}")),
+    "t": ir.seq(ir.Repeat(ir.Literal("a"), 40, 40), ir.Literal("bc"))})
+print(sorted(dialects.greedy_safe(g, dialects.regular_rules(g))[0]))
+"""
+
+
+def test_greedy_check_does_not_depend_on_the_order_of_sets():
+    # the literal-before-automaton shortcut read a long repetition exactly, the automaton widened
+    # it: which one answered depended on set order, so on PYTHONHASHSEED (review)
+    import os
+    import subprocess
+    import sys
+    seen = {subprocess.run([sys.executable, "-c", _HASH_ORDER], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in range(1, 9)}
+    assert len(seen) == 1, seen
+
+
 def test_greedy_check_meets_each_pair_once():
     """An object of n optional members whose keys are literals of several pieces, beside any
     other key: every set of siblings holds every later key. Walking each pair of each set was

@@ -117,32 +117,39 @@ class _Lexemes:
         self._inline: dict[int, bool] = {}  # by id: hashing a frozen expression walks all of it
         self._first_known: dict[int, tuple] | None = None
         rules = [n for n in reachable(grammar) if n not in folded]
-        components = _components({n: [r for r in refs(grammar.rules[n]) if r not in folded] for n in rules})
-        # each pass in the order of the components (callees first, or callers first), iterated
-        # inside a cycle: linear in the grammar however long its chains of rules, no recursion
-        for component in components:
-            for _ in range(len(component) + 1):  # a fixpoint inside a cycle: its size bounds it
-                for name in component:
-                    self.first[name] = self.first_of(grammar.rules[name])
+        edges = {n: [r for r in refs(grammar.rules[n]) if r not in folded] for n in rules}
+        components = _components(edges)
+        cyclic = [len(c) > 1 or c[0] in edges[c[0]] for c in components]
+        # each pass in the order of the components (callees first, or callers first), swept again
+        # inside a cycle until nothing changes (the sets only grow, so it ends): linear in the
+        # grammar however long its chains of rules, no recursion
+        in_order = list(zip(components, cyclic))
+        follow_units: dict[str, frozenset] = {n: frozenset() for n in rules}
+        self.follow: dict[str, frozenset] = {n: frozenset() for n in rules}
+
+        def first(name: str) -> None:
+            self.first[name] = self.first_of(grammar.rules[name])
+
+        def rule_follow_units(name: str) -> None:  # the lexemes that may follow each rule
+            self._follow_units(grammar.rules[name], follow_units[name], follow_units)
+
+        def rule_starts(name: str) -> None:
+            self.rule_starts[name] = self.starts(grammar.rules[name], follow_units[name])
+
+        def rule_follow(name: str) -> None:  # the same with (lexeme, lexemes after it) pairs
+            self.walk(grammar.rules[name], self.follow[name], _units(self.follow[name]), record=False)
+
+        for component, again in in_order:
+            _until_stable(component, again, self.first, first)
         # the rules' first lexemes are final: an expression's are too, and asked for at every
         # point of the walks below (by id, as `_inline`)
-        self._first_known: dict[int, tuple] = {}
-        # the lexemes that may follow each rule, callers before callees
-        follow_units: dict[str, frozenset] = {n: frozenset() for n in rules}
-        for component in reversed(components):
-            for _ in range(len(component) + 1):
-                for name in component:
-                    self._follow_units(grammar.rules[name], follow_units[name], follow_units)
-        for component in components:
-            for _ in range(len(component) + 1):
-                for name in component:
-                    self.rule_starts[name] = self.starts(grammar.rules[name], follow_units[name])
-        # the same with what follows each of those lexemes: (lexeme, lexemes after it) pairs
-        self.follow: dict[str, frozenset] = {n: frozenset() for n in rules}
-        for component in reversed(components):
-            for _ in range(len(component) + 1):
-                for name in component:
-                    self.walk(grammar.rules[name], self.follow[name], _units(self.follow[name]), record=False)
+        self._first_known = {}
+        for component, again in reversed(in_order):
+            _until_stable(component, again, follow_units, rule_follow_units)
+        for component, again in in_order:
+            _until_stable(component, again, self.rule_starts, rule_starts)
+        for component, again in reversed(in_order):
+            _until_stable(component, again, self.follow, rule_follow)
         for name in rules:
             self.walk(grammar.rules[name], self.follow[name], _units(self.follow[name]), record=True)
 
@@ -283,6 +290,17 @@ class _Lexemes:
                 then_units = then_units | self.first_of(e.item)[0]
                 then = then | self.starts(e.item, then_units)
             self.walk(e.item, then, then_units, record=record)
+
+
+def _until_stable(component: list[str], cyclic: bool, state: dict, sweep: Callable[[str], None]) -> None:
+    """Sweep the rules of `component` once, or, in a cycle, until what `state` holds for them
+    stops changing."""
+    while True:
+        before = [state.get(n) for n in component]
+        for name in component:
+            sweep(name)
+        if not cyclic or [state.get(n) for n in component] == before:
+            return
 
 
 def _units(pairs: frozenset) -> frozenset:
@@ -471,15 +489,19 @@ class _Automata:
         if isinstance(e, Choice):
             return frozenset().union(*(self.reach(o, text, at) for o in e.options))
         if isinstance(e, Repeat):
-            out = set(at) if e.min == 0 else set()
+            # bounds read as the automata read them (`tree`): the two must agree, or a verdict
+            # would depend on which of them happened to be asked first
+            lo = min(e.min, _AUTOMATON_BOUND)
+            hi = None if e.max is not None and e.max > _AUTOMATON_BOUND else e.max
+            out = set(at) if lo == 0 else set()
             current, count = at, 0
-            while current and (e.max is None or count < e.max) and count <= end + e.min:
+            while current and (hi is None or count < hi) and count <= end + lo:
                 current = self.reach(e.item, text, current)
                 count += 1
-                if count >= e.min:
+                if count >= lo:
                     new = current - out
                     out |= current
-                    if not new and count > e.min:
+                    if not new and count > lo:
                         break
             return frozenset(out)
         return frozenset()  # a special token: no text
