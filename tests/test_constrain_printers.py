@@ -316,3 +316,42 @@ def test_greedy_safety_leaves_the_plain_exports_alone():
         g = constrain.ir_grammar(scope=scope)
         folded, split = dialects.greedy_safe(g, dialects.regular_rules(g))
         assert folded == dialects.regular_rules(g) - {g.start} and not split
+
+
+def _keys_beside_any_other(*keys: str) -> list:
+    return [{"type": "function", "function": {"name": "t", "parameters": {
+        "type": "object", "properties": {k: {"type": "integer"} for k in keys}, "additionalProperties": True}}}]
+
+
+@pytest.mark.parametrize("length", [256, 2048])
+def test_a_long_key_beside_any_other_key_exports_in_every_dialect(length):
+    # "any key but these" is a chain of rules as deep as a key is long: a key of 256 characters
+    # made the automata recurse too deep (RecursionError), and path-named rules made the grammar
+    # grow with the square of its length (review). A key over the bound is left to "any other
+    # key" too, and not_enforced says so.
+    from gemma4_lark.constrain.schema import MAX_EXCLUDED_KEY_CHARS, not_enforced
+    from gemma4_lark.tools import read_tools
+    key = "k-" * (length // 2)
+    tools = _keys_beside_any_other(key, "a")
+    for fmt in constrain.FORMATS:
+        assert len(constrain.grammar(fmt, tools=tools)) < 40_000, fmt
+    assert any(f"more than {MAX_EXCLUDED_KEY_CHARS} characters" in note for note in not_enforced(read_tools(tools)))
+    matcher = Matcher(constrain.grammar("llguidance", tools=tools))
+    assert matcher.accepts(f"<|tool_call>call:t{{{key}:3,a:1}}<tool_call|>")
+
+
+def test_keys_kept_out_of_any_other_key_cost_their_length_not_its_square():
+    from gemma4_lark.constrain.schema import MAX_EXCLUDED_KEY_CHARS, not_enforced
+    from gemma4_lark.tools import read_tools
+    sizes = {}
+    for length in (MAX_EXCLUDED_KEY_CHARS // 4, MAX_EXCLUDED_KEY_CHARS):
+        tools = _keys_beside_any_other(*(f"{i:02d}" + "k" * (length - 2) for i in range(8)))
+        assert not_enforced(read_tools(tools)) == []
+        sizes[length] = len(constrain.grammar("llguidance", tools=tools))
+    # 4x the key length: about 4x the grammar (named by path, rule names made it 16x)
+    assert sizes[MAX_EXCLUDED_KEY_CHARS] < 6 * sizes[MAX_EXCLUDED_KEY_CHARS // 4], sizes
+    matcher = Matcher(constrain.grammar("llguidance", tools=tools))
+    declared = "00" + "k" * (MAX_EXCLUDED_KEY_CHARS - 2)
+    assert matcher.accepts(f"<|tool_call>call:t{{{declared}:1}}<tool_call|>")
+    assert not matcher.accepts(f"<|tool_call>call:t{{{declared}:<|\"|>x<|\"|>}}<tool_call|>")
+    assert matcher.accepts(f"<|tool_call>call:t{{{declared}x:<|\"|>x<|\"|>}}<tool_call|>")

@@ -410,7 +410,9 @@ class _Automata:
             from . import regular
             if classes not in self.alphabets:
                 self.alphabets[classes] = regular.Alphabet(classes)
-            d = regular.to_dfa(self.unit_tree(unit), self.alphabets[classes])
+            # not minimized: the check walks products of reachable states, for which any DFA of
+            # the language does; Moore's refinement costs a round per state of a long literal
+            d = regular.to_dfa(self.unit_tree(unit), self.alphabets[classes], minimal=False)
             self.dfas[key] = (d, d.live())
         return self.dfas[key]
 

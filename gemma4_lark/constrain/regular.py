@@ -341,7 +341,7 @@ class _NFA:
         return frozenset(seen)
 
 
-def _determinize(nfa: _NFA, start: int, final: int) -> DFA:
+def _determinize(nfa: _NFA, start: int, final: int, *, minimal: bool = True) -> DFA:
     n = len(nfa.alphabet.atoms)
     first = nfa.closure({start})
     index = {first: 0}
@@ -367,10 +367,11 @@ def _determinize(nfa: _NFA, start: int, final: int) -> DFA:
             row.append(found)
         trans.append(row)
     accept = frozenset(i for i, states in enumerate(order) if final in states)
-    return minimize(DFA(nfa.alphabet, trans, accept))
+    d = DFA(nfa.alphabet, trans, accept)
+    return minimize(d) if minimal else d
 
 
-def to_dfa(tree, alphabet: Alphabet) -> DFA:
+def to_dfa(tree, alphabet: Alphabet, *, minimal: bool = True) -> DFA:
     kind = tree[0]
     if kind == "not":
         d = to_dfa(tree[1], alphabet)
@@ -379,7 +380,7 @@ def to_dfa(tree, alphabet: Alphabet) -> DFA:
         return intersect(to_dfa(tree[1], alphabet), to_dfa(tree[2], alphabet))
     nfa = _NFA(alphabet)
     s, e = nfa.build(tree)
-    return _determinize(nfa, s, e)
+    return _determinize(nfa, s, e, minimal=minimal)
 
 
 def intersect(a: DFA, b: DFA) -> DFA:

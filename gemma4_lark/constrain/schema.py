@@ -58,6 +58,11 @@ MAX_ENFORCED_ITEMS = 16
 # costs stack in every engine's compiler as well as here).
 MAX_SCHEMA_DEPTH = 64
 
+# How long a declared key may be and still be kept out of "any other key" (`bare_key_except`):
+# the rule for that is a chain as deep as the key is long, which every compiler walks. A longer
+# key is left to "any other key" too, and `not_enforced` says so.
+MAX_EXCLUDED_KEY_CHARS = 64
+
 # The keywords each kind of schema may carry that the rules do not enforce (validation does).
 _UNENFORCED = {
     "string": ("pattern", "minLength", "maxLength", "format", "contentEncoding", "contentMediaType"),
@@ -651,7 +656,12 @@ class _ToolCompiler:
         if extra is not False:
             if members:
                 # bare keys other than the declared ones (a quoted key could spell a declared one)
-                key: ir.Expr = ir.Ref(self.bare_key_except([k for k, _, _ in members if key_bare_if_possible(k) == k]))
+                bare = [k for k, _, _ in members if key_bare_if_possible(k) == k]
+                for k in bare:
+                    if len(k) > MAX_EXCLUDED_KEY_CHARS:
+                        self.leave(f"{where}.properties.{k[:16]}...", f"a key of more than {MAX_EXCLUDED_KEY_CHARS} characters:"
+                                   " the rules also take it as an additional property")
+                key: ir.Expr = ir.Ref(self.bare_key_except([k for k in bare if len(k) <= MAX_EXCLUDED_KEY_CHARS]))
             else:  # a map: any key, bare or quoted, as the format writes it
                 key = ir.choice(ir.Ref("tool_key"), ir.Ref("tool_string"))
             extra_member = ir.seq(key, p.colon, self.as_rule(self.value(extra, where + ".additionalProperties")))
@@ -753,6 +763,7 @@ class _ToolCompiler:
         base = self.new_rule("key")
         any_tail = ir.Repeat(ir.CharClass(_class_text(chars)))
         pending = [(trie, base)]
+        nodes = 0
         while pending:
             node, name = pending.pop()
             children = sorted(c for c in node if c is not None)
@@ -761,7 +772,8 @@ class _ToolCompiler:
             if others:
                 options.append(ir.seq(ir.CharClass(_class_text(others)), any_tail))
             for char in children:
-                child = f"{name}_{ord(char):x}"
+                nodes += 1
+                child = f"{base}_{nodes}"  # numbered, not named by its path: names stay short
                 pending.append((node[char], child))
                 # after the child's character the key may stop unless that makes a declared key
                 options.append(ir.seq(ir.Literal(char), ir.Ref(child) if None in node[char] else ir.Repeat(ir.Ref(child), 0, 1)))
