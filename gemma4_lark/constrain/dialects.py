@@ -365,6 +365,7 @@ class _Automata:
         self.dfas: dict[tuple, tuple] = {}
         self.alphabets: dict[frozenset, object] = {}
         self.unit_classes: dict[_Unit, frozenset] = {}
+        self.unit_firsts: dict[_Unit, tuple] = {}
 
     def tree(self, e: Expr) -> tuple:
         from . import regular
@@ -427,7 +428,13 @@ class _Automata:
         return self.tree(Repeat(value.item, max(1, value.min), value.max))  # `re`: never empty
 
     def first_chars(self, unit: _Unit) -> tuple:
-        """The ranges of the characters `unit`'s text may start with (none for a token)."""
+        """The ranges of the characters `unit`'s text may start with (none for a token);
+        asked for each pair a lexeme is in, so kept per lexeme."""
+        if unit not in self.unit_firsts:
+            self.unit_firsts[unit] = self._first_chars(unit)
+        return self.unit_firsts[unit]
+
+    def _first_chars(self, unit: _Unit) -> tuple:
         kind, value = unit
         if kind == "sp":
             return ()
@@ -611,17 +618,11 @@ def _runs_past_siblings(lex: _Lexemes, automata: _Automata, verdicts: dict) -> t
         afters.setdefault(u, []).append(after)
     units = set(afters).union(*(after for _, after in all_pairs))
     classes = frozenset().union(*(automata.classes(u) for u in units if u[0] != "sp"))
-    firsts: dict = {}
-
-    def first_chars(u):
-        if u not in firsts:
-            firsts[u] = automata.first_chars(u)
-        return firsts[u]
 
     def check(a, b, after):
         if a == b or b[1] in (unfold if b[0] == "term" else more_split):
             return
-        if not _overlap(first_chars(a), first_chars(b)):
+        if not _overlap(automata.first_chars(a), automata.first_chars(b)):
             return
         key = (a, b, after)
         if key not in verdicts:
