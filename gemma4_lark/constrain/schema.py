@@ -33,12 +33,11 @@ them.
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from .. import tokens
-from ..grammar import BLOCK_STARTS, terminal_literal, terminals
+from ..grammar import BLOCK_STARTS, terminal_literal, terminal_pattern
 from ..render.values import ValueWriter, key_bare_if_possible, python_number
 from ..tools import Tool, ToolChoice
 from ..schema import normal
@@ -796,7 +795,7 @@ def _compile(tools: Sequence[Tool], order: str) -> tuple[dict[str, ir.Expr], dic
     names = {}
     notes: list[str] = []
     places: dict[str, tuple[str, str]] = {}
-    name_pattern = re.compile(next(t for t in terminals() if t.name == "NAME").pattern.to_regexp())
+    name_pattern = terminal_pattern("NAME")
     for index, tool in enumerate(tools):
         if not name_pattern.fullmatch(tool.name):
             raise SchemaError(f"tool {tool.name!r}: the format cannot write this name (the grammar's NAME)")
