@@ -420,3 +420,38 @@ def test_keys_kept_out_of_any_other_key_cost_their_length_not_its_square():
     assert matcher.accepts(f"<|tool_call>call:t{{{declared}:1}}<tool_call|>")
     assert not matcher.accepts(f"<|tool_call>call:t{{{declared}:<|\"|>x<|\"|>}}<tool_call|>")
     assert matcher.accepts(f"<|tool_call>call:t{{{declared}x:<|\"|>x<|\"|>}}<tool_call|>")
+
+
+def _rules_named_as_the_start() -> ir.Grammar:
+    """A grammar that starts at `top` and also has rules named `start` and `root`, the names the
+    printers give the start rule (`root` in GBNF and xgrammar)."""
+    return ir.Grammar("top", {
+        "top": ir.seq(ir.Literal("a"), ir.Ref("start"), ir.Ref("root")),
+        "start": ir.choice(ir.Literal("x"), ir.seq(ir.Literal("("), ir.Ref("top"), ir.Literal(")"))),
+        "root": ir.Literal("r"),
+    })
+
+
+@pytest.mark.parametrize("fmt", ["llguidance", "lark", "gbnf", "xgrammar"])
+def test_a_rule_named_as_the_start_keeps_a_name_of_its_own(fmt):
+    # review: a rule named `start` that did not start printed a second `start:` rule (and a rule
+    # `root` a second `root ::=`), so the engine read another grammar or refused it
+    from constrain_helpers import lark_parser
+    text = dialects.PRINTERS[fmt](_rules_named_as_the_start())
+    heads = [line.split(":")[0].strip() for line in text.splitlines() if ":" in line and not line.startswith("%")]
+    assert len(heads) == len(set(heads)) == 3, text
+    if fmt == "lark":
+        parser = lark_parser(text)
+        parser.parse("axr")
+        parser.parse("a(axr)r")
+        return
+    if fmt != "llguidance":
+        # llguidance's GBNF reader renames `root` to `start`, so it refuses any GBNF with a rule
+        # `start` (its limit, not GBNF's): the rules are read here, by name
+        rules = dict(line.split(" ::= ") for line in text.splitlines() if " ::= " in line)
+        assert rules["root"] == '"a" start root-2' and rules["start"] == '"x" | "(" root ")"', text
+        assert rules["root-2"] == '"r"'
+        return
+    matcher = Matcher(text)
+    assert matcher.accepts("axr") and matcher.accepts("a(axr)r") and matcher.accepts("a(a(axr)r)r")
+    assert not matcher.accepts("ax") and not matcher.accepts("a(axr)")

@@ -1055,6 +1055,24 @@ def _quantifier(lo: int, hi: int | None) -> str:
     return "{%d}" % lo if lo == hi else "{%d,%d}" % (lo, hi)
 
 
+def _unique_names(grammar: Grammar, start: str, spelled: Callable[[str], str], separator: str) -> dict[str, str]:
+    """Each rule's printed name: `start` for the start rule, `spelled(name)` for the others,
+    then `2`, `3`... after `separator` where another rule (or the start) took it, so that
+    no two rules print as one. Distinct names map to distinct spellings."""
+    names = {grammar.start: start}
+    taken = {start}
+    for name in sorted(grammar.rules):  # sorted: the same names whatever the rules' order
+        if name == grammar.start:
+            continue
+        label, n = spelled(name), 1
+        while label in taken:
+            n += 1
+            label = f"{spelled(name)}{separator}{n}"
+        names[name] = label
+        taken.add(label)
+    return names
+
+
 # --- the Lark family (llguidance, lark) --------------------------------------------------------------
 class _LarkPrinter:
     """llguidance's dialect and plain Lark differ in three spellings: special tokens, bounded
@@ -1069,16 +1087,17 @@ class _LarkPrinter:
         self.split: frozenset[str] = frozenset()
         if greedy:  # the engine's lexer is greedy: only the lexemes it cannot misread
             self.regular, self.split = greedy_safe(grammar, self.regular)
-        self.names = {n: (n.upper() if n in self.regular else n) for n in grammar.rules}
-        if grammar.start in self.regular:
-            self.names[grammar.start] = grammar.start  # a rule (lowercase) that holds one terminal
+        # the start rule is `start` (a rule, even when it holds one terminal: lowercase); the
+        # others keep their names, terminals upper-cased, made unique where that meets another
+        # (a rule named `start` that does not start, `ab` folded beside a rule `AB`)
+        self.names = _unique_names(grammar, "start", lambda n: n.upper() if n in self.regular else n, "_")
 
     def text(self, header: str) -> str:
         lines = [header] if header else []
         for name in reachable(self.grammar):
             body = self.grammar.rules[name]
-            is_terminal = name in self.regular and self.names[name] != name
-            label = self.names[name] if name != self.grammar.start else "start"
+            is_terminal = name in self.regular and name != self.grammar.start
+            label = self.names[name]
             lines.append(f"{label}: {self.expr(body, terminal=is_terminal, top=True)}")
         return "\n".join(lines) + "\n"
 
@@ -1226,10 +1245,7 @@ def _xgrammar_class(chars: str) -> str:
 
 
 def _bnf(grammar: Grammar, special: Callable[[str], str], *, xgrammar: bool = False) -> str:
-    names = {n: _bnf_name(n) for n in grammar.rules}
-    names[grammar.start] = "root"
-    if len(set(names.values())) != len(names):
-        raise ValueError("two rule names differ only by `_` and `-`")
+    names = _unique_names(grammar, "root", _bnf_name, "-")
 
     def expr(e: Expr) -> str:
         if isinstance(e, Literal):
