@@ -29,15 +29,14 @@ from __future__ import annotations
 import secrets
 import time
 import json
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 from gemma4_lark.events import Event, Text, ThinkingDelta, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart
 from .arguments import ArgumentStream
 from .parser import StreamParser
 from .pieces import COMPACT_EVERY, Pieces
 
-if TYPE_CHECKING:  # (output.py imports this module: ParsedOutput.to_openai is to_openai_message)
-    from .output import ParsedOutput
+from .output import ParsedOutput
 
 __all__ = ["OpenAIStream", "to_openai_message", "tool_call_error_entry"]
 
@@ -52,7 +51,7 @@ def tool_call_error_entry(error: ToolCallError, position: int) -> dict[str, Any]
             "name": error.name, "partial": error.partial}
 
 
-def to_openai_message(parsed: "ParsedOutput") -> dict[str, Any]:
+def to_openai_message(parsed: ParsedOutput) -> dict[str, Any]:
     """The output as an OpenAI chat-completions assistant message: `role`, `content` (None when
     empty), `reasoning_content` when there was any thought, `tool_calls` when there was any call,
     `tool_call_errors` when any block failed. Raises nothing."""

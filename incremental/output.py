@@ -8,7 +8,6 @@ from typing import Any, Iterable, Iterator
 
 from gemma4_lark.diagnostics import Diagnostic
 from gemma4_lark.events import Event, Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError
-from .openai import to_openai_message
 from .parser import StreamParser
 
 
@@ -46,6 +45,8 @@ class ParsedOutput:
         in `content` where the model wrote it, and it is listed in `tool_call_errors`; a recovered
         call is in `tool_calls` marked `"recovered": true` with its diagnostics.
         """
+        from .openai import to_openai_message  # (openai.py names this class: imported when asked)
+
         return to_openai_message(self)
 
 
