@@ -160,77 +160,12 @@ def test_llguidance_export_still_refuses(text):
     assert not Matcher(dialects.to_llguidance(_member_and_separator())).accepts(text)
 
 
-def _lexeme_beside_a_longer_path() -> ir.Grammar:
-    """A folded lexeme `a-b-e` beside `a` `-` `b` `-` `d`: it reads on past `a` through three
-    whole lexemes before it dies, at `d`, incomplete. The check once looked only into the first
-    lexeme after `a` (`-`, which `a-b-e` survives), so it left the lexeme whole and llguidance
-    refused `a-b-d`."""
-    return ir.Grammar("start", {
-        "start": ir.choice(ir.Ref("x"), ir.seq(ir.Literal("a"), ir.Ref("rest"))),
-        "x": ir.Literal("a-b-e"),
-        "rest": ir.seq(ir.Literal("-"), ir.Literal("b"), ir.Literal("-"), ir.Literal("d"), ir.Repeat(Q, 0, 1)),
-    })
-
-
-def test_a_lexeme_that_dies_lexemes_later_is_unfolded():
-    grammar = _lexeme_beside_a_longer_path()
-    folded, split = dialects.greedy_safe(grammar, dialects.regular_rules(grammar))
-    assert "x" not in folded and "a-b-e" in split
-    matcher = Matcher(dialects.to_llguidance(grammar))
-    assert matcher.accepts("a-b-d") and matcher.accepts("a-b-e") and matcher.accepts('a-b-d<|"|>')
-    assert not matcher.accepts("a-b-f")
-
-
-_CLOSED = {"type": "object", "properties": {"a": {"const": 2}, "b": {"const": 1}}, "required": ["a", "b"],
-           "additionalProperties": False}
-_OPEN_VALUES = {  # the other option: one that is no regular language, so it stays rules
-    "any value": {"a": {}},
-    "itself": {"a": {"type": "integer"}, "c": {"$ref": "#"}},
-    "array of any": {"a": {"type": "array"}},
-    "string or object": {"a": {"anyOf": [{"type": "string"}, {"type": "object"}]}},
-}
-
-
-@pytest.mark.parametrize("other", sorted(_OPEN_VALUES))
-def test_a_union_of_a_folded_object_and_another_takes_both(other):
-    # `{a:2,b:1}` folds into one lexeme; the other object is `{` `a` `:` any value ...; both
-    # start with `{`, and past it the parser is inside both at once: the folded `a:2,b:1` and
-    # the key `a` are siblings that no one point of the grammar offers together (review: the
-    # export refused `{a:2}` and `{a:3}`)
-    second = {"type": "object", "properties": _OPEN_VALUES[other], "required": ["a"],
-              "additionalProperties": False}
-    tools = [{"type": "function", "function": {"name": "f", "parameters": {
-        "type": "object", "properties": {"x": {"anyOf": [_CLOSED, second]}}, "required": ["x"]}}}]
-    matcher = Matcher(constrain.grammar("llguidance", tools=tools))
-    values = {"any value": ["2", "3", "[1]", "{q:1}"], "itself": ["2", "3"], "array of any": ["[2]", "[]"],
-              "string or object": ['<|"|>2<|"|>', "{}"]}[other]
-    for value in values:
-        text = "<|tool_call>call:f{x:{a:" + value + "}}<tool_call|>"
-        assert matcher.accepts(text), (text, matcher.accepted_prefix(text))
-    assert matcher.accepts("<|tool_call>call:f{x:{a:2,b:1}}<tool_call|>")
-    assert not matcher.accepts("<|tool_call>call:f{x:{a:2,b:2}}<tool_call|>")
-
-
-def test_reading_on_together_is_bounded():
-    # the places read on together are a subset construction: exponential unbounded (an object of
-    # keys beside any other key, read 32 lexemes deep, took 22 GB); each bound holds
-    grammar = constrain.ir_grammar(scope="call", tools=[{"type": "function", "function": {"name": "t", "parameters": {
-        "type": "object", "properties": {f"p-{i}": {"type": "integer"} for i in range(64)},
-        "additionalProperties": True}}}])
-    lex = dialects._Lexemes(grammar, frozenset(dialects.regular_rules(grammar) - {grammar.start}), frozenset())
-    together = lex._together
-    assert len(together.done) <= dialects._TOGETHER_SETS_PER_RULE * (len(grammar.rules) + 8)
-
-
 def _every_pair_of_every_set(lex, automata) -> tuple[set, set]:
     """The greedy check as first written: each set of siblings, each candidate in it, each
     partner beside it (n^3 on an object of n optional members), the reference for the fast one."""
     pairs = frozenset().union(*lex.siblings)
     units = {u for u, _ in pairs}.union(*(after for _, after in pairs))
     classes = frozenset().union(*(automata.classes(u) for u in units if u[0] != "sp"))
-    following: dict = {}
-    for u, after in pairs | lex.alone:
-        following[u] = following.get(u, frozenset()) | after
     unfold, split = set(), set()
     for group in lex.siblings:
         for b, _ in group:
@@ -238,7 +173,7 @@ def _every_pair_of_every_set(lex, automata) -> tuple[set, set]:
                 continue
             for a, after in group:
                 if a != b and dialects._overlap(automata.first_chars(a), automata.first_chars(b)) \
-                        and automata.runs_past(a, b, after, classes, lambda u: following.get(u, frozenset())):
+                        and automata.runs_past(a, b, after, classes):
                     (unfold if b[0] == "term" else split).add(b[1])
                     break
     return unfold, split

@@ -117,34 +117,3 @@ def test_random_walks_parse_and_validate(tools, seed):
     # once a walk writes an undeclared key first, it ends only by spelling the required key's name
     # exactly, which random bytes seldom do.
     assert finished or len(lark) > 2000 or _requires_a_key_among_open_ones(tools)
-
-
-def _union_of_objects():
-    """A union of objects in which some options are regular (every member a constant or a
-    closed choice: the printer folds them into one lexeme) and others are not (any value, any
-    array or object): past their shared `{`, the parser is inside several at once."""
-    leaf = st.one_of(st.integers(-3, 3).map(lambda v: {"const": v}), st.just({"enum": [True, None]}))
-    free = st.sampled_from([{}, {"type": "array"}, {"type": "object"}, {"type": ["string", "object"]}])
-    member_keys = st.sampled_from(["a", "ab", "b", "t", "th"])
-    def obj(children):
-        return st.builds(lambda props, closed: {"type": "object", "properties": props, "required": sorted(props),
-                                                **({"additionalProperties": False} if closed else {})},
-                         st.dictionaries(member_keys, children, min_size=1, max_size=3), st.booleans())
-    options = st.lists(st.one_of(obj(leaf), obj(st.one_of(leaf, free))), min_size=2, max_size=3)
-    return options.map(lambda opts: [{"type": "function", "function": {"name": "u", "parameters": {
-        "type": "object", "properties": {"x": {"anyOf": opts}}, "required": ["x"]}}}])
-
-
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
-@given(_union_of_objects(), st.data())
-def test_unions_of_folded_and_other_objects_take_each_option(tools, data):
-    # review: `{a:2,b:1}` folded beside `{` `a` `:` any value made the export refuse `{a:2}`
-    lark = lark_of(tools)
-    parameters = tools[0]["function"]["parameters"]
-    for option in parameters["properties"]["x"]["anyOf"]:
-        arguments = {"x": data.draw(values(option, parameters))}
-        try:
-            text = rendered("u", arguments)
-        except UnsafeContentError:
-            continue
-        assert accepts(lark, text), text

@@ -109,14 +109,11 @@ class _Lexemes:
     the literals in `split` written piece by piece: `siblings`, the sets of lexemes that may
     start at one point, each with the lexemes that may come right after it there."""
 
-    def __init__(self, grammar: Grammar, folded: frozenset[str], split: frozenset[str],
-                 automata: _Automata | None = None):
+    def __init__(self, grammar: Grammar, folded: frozenset[str], split: frozenset[str]):
         self.grammar, self.folded, self.split = grammar, folded, split
-        self.automata = automata  # for `_Together`, which compares lexemes' languages
         self.first: dict[str, tuple[frozenset, bool]] = {}
         self.rule_starts: dict[str, frozenset] = {}
         self.siblings: dict[frozenset, frozenset] = {}  # each set of siblings: its lexemes
-        self.alone: set = set()  # (lexeme, what follows it) where it starts with no sibling
         self._inline: dict[int, bool] = {}  # by id: hashing a frozen expression walks all of it
         self._first_known: dict[int, tuple] | None = None
         rules = [n for n in reachable(grammar) if n not in folded]
@@ -153,7 +150,6 @@ class _Lexemes:
             _until_stable(component, again, self.rule_starts, rule_starts)
         for component, again in reversed(in_order):
             _until_stable(component, again, self.follow, rule_follow)
-        self._together = _Together(self)
         for name in rules:
             self.walk(grammar.rules[name], self.follow[name], _units(self.follow[name]), record=True)
 
@@ -276,14 +272,10 @@ class _Lexemes:
                 here |= then
             if len(units) > 1:
                 self.siblings[here] = units
-            else:
-                self.alone.update(here)
         if isinstance(e, Ref):
             if e.name not in self.folded and not record:
                 self.follow[e.name] = self.follow[e.name] | then
         elif isinstance(e, Seq):
-            if record:
-                self._together.sequence(e, then, then_units)
             rest, rest_units = then, then_units
             for item in reversed(e.items):
                 self.walk(item, rest, rest_units, record=record)
@@ -291,8 +283,6 @@ class _Lexemes:
                 first, empty = self.first_of(item)
                 rest, rest_units = (here | rest, first | rest_units) if empty else (here, first)
         elif isinstance(e, Choice):
-            if record and _shares_a_first(self, e.options):
-                self._together.read_on((self._together.entry(e),), then, then_units)
             for option in e.options:
                 self.walk(option, then, then_units, record=record)
         elif isinstance(e, Repeat) and not self.inline(e):
@@ -300,242 +290,6 @@ class _Lexemes:
                 then_units = then_units | self.first_of(e.item)[0]
                 then = then | self.starts(e.item, then_units)
             self.walk(e.item, then, then_units, record=record)
-
-
-def _shares_a_first(lex: _Lexemes, options: tuple) -> bool:
-    """Whether two of a choice's `options` may start with the same lexeme: there the parser
-    reads that lexeme at two places at once (`_Together`). Told by the sizes of the first
-    sets (C), not by walking them."""
-    seen: frozenset = frozenset()
-    total = 0
-    for option in options:
-        first = lex.first_of(option)[0]
-        seen |= first
-        total += len(first)
-        if total != len(seen):
-            return True
-    return False
-
-
-# Bounds of `_Together`'s reading on, so that its cost stays a small multiple of the grammar's
-# size whatever the grammar (a subset construction can grow exponentially: unbounded, 64 keys
-# beside any other key took 22 GB): how many lexemes places may share and still be read on (two
-# options of a union that share their first members share a dozen: `{` `a` `:` `true` `,` ...);
-# a set of more places than this is not read on past, and among more lexemes than this, those
-# that match one text are not looked for (their siblings are still recorded); the sets read on
-# in one grammar, per rule; the steps of expanding one continuation to its first lexemes (a rule
-# that starts with itself never reaches one). Past a bound the check does not look further
-# (docs/constrained-decoding.md).
-_TOGETHER_DEPTH = 64
-_TOGETHER_PLACES = 16
-_TOGETHER_SETS_PER_RULE = 4
-_EXPANSION_BUDGET = 64
-
-
-class _Together:
-    """Sibling lexemes the walk of `_Lexemes` does not see: those that meet only after a lexeme
-    two places share. The options of `{a:2,b:1}` folded beside `{` `a` `:` any value both start
-    with `{`; past it the parser is inside both objects at once, so the folded `a:2,b:1` and the
-    key `a` are siblings though no one point of the grammar offers both. From each point where
-    two places may start with the same lexeme, the places are read on together, lexeme by
-    lexeme, as long as they share one (a subset construction over continuations, bounded by
-    `_TOGETHER_DEPTH`), and each set of lexemes offered together is a set of siblings.
-
-    A continuation is a tuple of entries, read left to right: an expression (by id), a lexeme
-    still to read (`("u", unit)`: the rest of a literal written piece by piece), or a repetition
-    partly read (`("r", id, at least, at most)`); beside it, the context of the point it came
-    from (what may follow there: pairs and their lexemes). A continuation read to its end gives
-    the context's lexemes, and is not read past (the context holds no places)."""
-
-    def __init__(self, lex: _Lexemes):
-        self.lex = lex
-        self.exprs: dict[int, Expr] = {}
-        self.done: set = set()
-        self.budget = _TOGETHER_SETS_PER_RULE * (len(lex.grammar.rules) + 8)
-        self.automata = lex.automata
-        self.meets: dict = {}
-
-    def entry(self, e: Expr) -> int:
-        self.exprs[id(e)] = e
-        return id(e)
-
-    def sequence(self, e: Seq, then: frozenset, then_units: frozenset) -> None:
-        """Read on from each point of the sequence `e` where an item that may be empty starts
-        with a lexeme that the items after it may start with too."""
-        suffix: frozenset = frozenset()
-        points = []
-        for i in reversed(range(len(e.items))):
-            first, empty = self.lex.first_of(e.items[i])
-            if empty and not first.isdisjoint(suffix):
-                points.append(i)
-            suffix = first | suffix if empty else first
-        for i in points:
-            self.read_on(tuple(self.entry(item) for item in e.items[i:]), then, then_units)
-
-    def read_on(self, items: tuple, then: frozenset, then_units: frozenset) -> None:
-        """From the continuation `items` (in the context `then`), the places read on together."""
-        work = [(frozenset({(items, (then, then_units))}), 0)]
-        while work:
-            places, depth = work.pop()
-            offered: dict = {}
-            ends = []
-            for items, ctx in places:
-                heads = self._heads(items)
-                if heads is None:
-                    continue
-                firsts, empty = heads
-                for unit, rests in firsts.items():
-                    offered.setdefault(unit, set()).update((rest, ctx) for rest in rests)
-                if empty:
-                    ends.append(ctx)
-            if depth:  # the first set is the walk's own
-                pairs: set = set()
-                for unit, rests in offered.items():
-                    pairs.add((unit, frozenset().union(*(self._first_units(r, c) for r, c in rests))))
-                for then_pairs, _ in ends:
-                    pairs |= then_pairs
-                units = _units(frozenset(pairs))
-                if len(units) > 1:
-                    self.lex.siblings[frozenset(pairs)] = units
-            if depth >= _TOGETHER_DEPTH:
-                continue
-            for rests in self._read_alike(offered):
-                if 1 < len(rests) <= _TOGETHER_PLACES and self.budget > 0:
-                    key = frozenset(rests)
-                    if key not in self.done:
-                        self.done.add(key)
-                        self.budget -= 1
-                        work.append((key, depth + 1))
-
-    def _read_alike(self, offered: dict) -> list:
-        """The places after each lexeme offered, with those of the lexemes that may match one
-        text (`0` in two options, or a constant `0` beside any number): the lexer ends them
-        together there, and the parser goes on in both. Compared pairwise only among a few."""
-        units = [u for u in offered if u[0] != "sp"]
-        if len(units) > _TOGETHER_PLACES:
-            return list(offered.values())
-        group = {u: u for u in offered}
-
-        def root(u):
-            while group[u] != u:
-                u = group[u]
-            return u
-        for i, u in enumerate(units):
-            for v in units[i + 1:]:
-                if root(u) != root(v) and self._meet(u, v):
-                    group[root(v)] = root(u)
-        merged: dict = {}
-        for u, rests in offered.items():
-            merged.setdefault(root(u), set()).update(rests)
-        return list(merged.values())
-
-    def _meet(self, u: _Unit, v: _Unit) -> bool:
-        """Whether some text is one of `u`'s and one of `v`'s."""
-        key = (u, v)
-        if key not in self.meets:
-            automata = self.automata
-            if automata is None:
-                automata = self.automata = _Automata(self.lex.grammar)
-            if not _overlap(automata.first_chars(u), automata.first_chars(v)):
-                self.meets[key] = False
-                return False
-            classes = automata.classes(u) | automata.classes(v)
-            (du, live_u), (dv, live_v) = automata.dfa(u, classes), automata.dfa(v, classes)
-            atoms = range(len(automata.alphabets[classes].atoms))
-            seen = {(du.start, dv.start)}
-            stack = [(du.start, dv.start)]
-            found = False
-            while stack and not found:
-                qu, qv = stack.pop()
-                for x in atoms:
-                    pair = (du.trans[qu][x], dv.trans[qv][x])
-                    if pair[0] in live_u and pair[1] in live_v and pair not in seen:
-                        if pair[0] in du.accept and pair[1] in dv.accept:
-                            found = True
-                            break
-                        seen.add(pair)
-                        stack.append(pair)
-            self.meets[key] = found
-        return self.meets[key]
-
-    def _first_units(self, items: tuple, ctx: tuple) -> frozenset:
-        """The lexemes that may come first in `items`, then in the context."""
-        out: set = set()
-        lex = self.lex
-        for entry in items:
-            if type(entry) is int:
-                first, empty = lex.first_of(self.exprs[entry])
-            elif entry[0] == "u":
-                first, empty = frozenset({entry[1]}), False
-            else:
-                e = self.exprs[entry[1]]
-                first, empty = lex.first_of(e.item)
-                empty = empty or entry[2] == 0
-            out |= first
-            if not empty:
-                return frozenset(out)
-        return frozenset(out) | ctx[1]
-
-    def _heads(self, items: tuple):
-        """The lexemes `items` may start with, each with the continuations after it, and whether
-        `items` may be read to its end without a lexeme; None past the expansion budget."""
-        lex = self.lex
-        out: dict = {}
-        empty = False
-        stack = [items]
-        seen: set = set()
-        budget = _EXPANSION_BUDGET
-        while stack:
-            items = stack.pop()
-            if items in seen:
-                continue
-            seen.add(items)
-            budget -= 1
-            if budget < 0:
-                return None
-            if not items:
-                empty = True
-                continue
-            head, rest = items[0], items[1:]
-            if type(head) is tuple:
-                if head[0] == "u":
-                    out.setdefault(head[1], set()).add(rest)
-                    continue
-                _, rid, lo, hi = head  # a repetition partly read
-                e = self.exprs[rid]
-                if lo == 0:
-                    stack.append(rest)
-                if hi is None or hi > 0:
-                    again = ("r", rid, max(lo - 1, 0), None if hi is None else hi - 1)
-                    stack.append((self.entry(e.item), again) + rest)
-                continue
-            e = self.exprs[head]
-            if isinstance(e, (Literal, CharClass, Special)):
-                units = lex.units(e)
-                if units:
-                    out.setdefault(units[0], set()).add(tuple(("u", u) for u in units[1:]) + rest)
-                else:
-                    stack.append(rest)
-            elif isinstance(e, Ref):
-                if e.name in lex.folded:
-                    out.setdefault(("term", e.name), set()).add(rest)
-                else:
-                    stack.append((self.entry(lex.grammar.rules[e.name]),) + rest)
-            elif isinstance(e, Seq):
-                stack.append(tuple(self.entry(i) for i in e.items) + rest)
-            elif isinstance(e, Choice):
-                for option in e.options:
-                    stack.append((self.entry(option),) + rest)
-            elif isinstance(e, Repeat):
-                if lex.inline(e):
-                    out.setdefault(("re", e), set()).add(rest)
-                    if e.min == 0:
-                        stack.append(rest)
-                else:  # bounds as the automata read them: the continuations stay finitely many
-                    lo = min(e.min, _AUTOMATON_BOUND)
-                    hi = None if e.max is not None and e.max > _AUTOMATON_BOUND else e.max
-                    stack.append((("r", self.entry(e), lo, hi),) + rest)
-        return out, empty
 
 
 def _until_stable(component: list[str], cyclic: bool, state: dict, sweep: Callable[[str], None]) -> None:
@@ -761,84 +515,60 @@ class _Automata:
             return frozenset(out)
         return frozenset()  # a special token: no text
 
-    def runs_past(self, a: _Unit, b: _Unit, followers: frozenset, classes: frozenset,
-                  next_of: Callable[[_Unit], frozenset] | None = None) -> bool:
+    def runs_past(self, a: _Unit, b: _Unit, followers: frozenset, classes: frozenset) -> bool:
         """Whether the greedy lexer, offered `a` and `b` at one point, can take a text of `a`
         and the start of what follows it (a lexeme of `followers`) for the start of `b`, and
-        then find neither `b` complete nor any way on: some text of `a`, then characters that
-        start a follower, of which all but the last keep `b` alive (and incomplete) and the last
-        ends it while the follower goes on. llguidance's lexer does not come back to the end
-        of `a` once `b` has read past it, so `b` may die in a later lexeme too: where the
-        follower is complete with `b` still alive, the walk goes on into the lexemes that
-        `next_of` says may follow it (anywhere: a superset), up to `_LEXEMES_PAST` of them,
-        and a special token met there ends `b` (`"{"` then the key `a` beside a lexeme
-        `{a:2,b:1}` refuses `{a:2}` at its `}`). `classes`: the character classes of every
-        lexeme checked this round, so that each lexeme's automaton is built once, not once
-        per partner (a lexeme of n keys against n keys: n^2)."""
+        then find neither `b` complete nor any way on: some text of `a`, then two or more
+        characters that start a follower, of which all but the last keep `b` alive (and
+        incomplete) and the last ends it while the follower goes on. `classes`: the character
+        classes of every lexeme checked this round, so that each lexeme's automaton is built
+        once, not once per partner (a lexeme of n keys against n keys: n^2)."""
         if a[0] == "sp" or b[0] == "sp":
             return False
         if (a[0] == "lit" and b[0] == "term" and (b, classes) not in self.dfas
                 and len(a[1]) not in self.reach(Ref(b[1]), a[1], frozenset({0}))):
             return False  # no text of `b` starts with the literal: cheap to tell before `b` has an automaton
-        db, live_b = self.dfa(b, classes)
-        alphabet = self.alphabets[classes]
-        atoms = range(len(alphabet.atoms))
-        # phase 1: `a` and `b` side by side until `a` is complete
-        after_a = set()
-        if a[0] == "lit":  # one path: `b` read along it (no automaton for each literal)
-            qb = db.start
-            for ch in a[1]:
-                qb = db.trans[qb][alphabet.atom_of(ord(ch))]
-                if qb not in live_b:
-                    break
-            else:
-                after_a.add(qb)
-        else:
-            da, live_a = self.dfa(a, classes)
-            seen = {(da.start, db.start)}
-            stack = [(da.start, db.start)]
-            while stack:
-                qa, qb = stack.pop()
-                for x in atoms:
-                    pair = (da.trans[qa][x], db.trans[qb][x])
-                    if pair[0] in live_a and pair[1] in live_b and pair not in seen:
-                        seen.add(pair)
-                        stack.append(pair)
-                        if pair[0] in da.accept:
-                            after_a.add(pair[1])
-        if not after_a:
-            return False
-        # phase 2: the followers and `b`; the first character of the first one leaves `a`
-        # complete behind it, so `b` must survive it and die on a later one, incomplete before it
-        starts = {(n, qb, 0) for n in followers if n[0] != "sp" for qb in after_a}
-        begun: set = set()  # (lexeme, state of `b`) where a lexeme was begun: each once
-        while starts:
-            n, qb0, depth = starts.pop()
-            if (n, qb0) in begun:
+        for n in followers:
+            if n[0] == "sp":
                 continue
-            begun.add((n, qb0))
-            dn, live_n = self.dfa(n, classes)
+            (db, live_b), (dn, live_n) = (self.dfa(u, classes) for u in (b, n))
+            alphabet = self.alphabets[classes]
+            atoms = range(len(alphabet.atoms))
+            # phase 1: `a` and `b` side by side until `a` is complete
+            after_a = set()
+            if a[0] == "lit":  # one path: `b` read along it (no automaton for each literal)
+                qb = db.start
+                for ch in a[1]:
+                    qb = db.trans[qb][alphabet.atom_of(ord(ch))]
+                    if qb not in live_b:
+                        break
+                else:
+                    after_a.add(qb)
+            else:
+                da, live_a = self.dfa(a, classes)
+                seen = {(da.start, db.start)}
+                stack = [(da.start, db.start)]
+                while stack:
+                    qa, qb = stack.pop()
+                    for x in atoms:
+                        pair = (da.trans[qa][x], db.trans[qb][x])
+                        if pair[0] in live_a and pair[1] in live_b and pair not in seen:
+                            seen.add(pair)
+                            stack.append(pair)
+                            if pair[0] in da.accept:
+                                after_a.add(pair[1])
+            # phase 2: the follower and `b`; its first character leaves `a` complete behind it,
+            # so `b` must survive it and die on a later one, incomplete before it
             seen2 = set()
             stack2 = []
-            for x in atoms:
-                pair = (dn.trans[dn.start][x], db.trans[qb0][x])
-                if pair[0] not in live_n:
-                    continue
-                if pair[1] in live_b:
-                    if pair not in seen2:
+            for qb in after_a:
+                for x in atoms:
+                    pair = (dn.trans[dn.start][x], db.trans[qb][x])
+                    if pair[0] in live_n and pair[1] in live_b and pair not in seen2:
                         seen2.add(pair)
                         stack2.append(pair)
-                elif depth and qb0 not in db.accept:
-                    return True  # a later lexeme's first character ends `b`, incomplete
             while stack2:
                 qn, qb = stack2.pop()
-                if qn in dn.accept and next_of is not None and depth < _LEXEMES_PAST:
-                    for m in next_of(n):
-                        if m[0] == "sp":
-                            if qb not in db.accept:
-                                return True  # a special token while `b` is incomplete
-                        elif (m, qb) not in begun:
-                            starts.add((m, qb, depth + 1))
                 for x in atoms:
                     pair = (dn.trans[qn][x], db.trans[qb][x])
                     if pair[0] not in live_n:
@@ -852,10 +582,6 @@ class _Automata:
         return False
 
 
-# How many lexemes past the follower `runs_past` reads on while the lexeme it checks stays alive.
-_LEXEMES_PAST = 4
-
-
 def greedy_safe(grammar: Grammar, regular: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
     """Which of the `regular` rules to print as one lexeme each, and which literals to write
     piece by piece (`_literal_pieces`), so that no lexeme can run past a sibling's end (see
@@ -865,7 +591,7 @@ def greedy_safe(grammar: Grammar, regular: frozenset[str]) -> tuple[frozenset[st
     automata = _Automata(grammar)
     verdicts: dict[tuple, bool] = {}
     while True:
-        unfold, more_split = _runs_past_siblings(_Lexemes(grammar, folded, split, automata), automata, verdicts)
+        unfold, more_split = _runs_past_siblings(_Lexemes(grammar, folded, split), automata, verdicts)
         if not unfold and not more_split:
             return folded, split
         folded, split = folded - unfold, split | more_split
@@ -888,23 +614,9 @@ def _runs_past_siblings(lex: _Lexemes, automata: _Automata, verdicts: dict) -> t
     more_split: set = set()
     all_pairs = frozenset().union(*lex.siblings)
     afters: dict = {}
-    afters_anywhere: dict = {}
     for u, after in all_pairs:
         afters.setdefault(u, []).append(after)
-        afters_anywhere.setdefault(u, []).append(after)
     units = set(afters).union(*(after for _, after in all_pairs))
-    next_sets: dict = {}
-    for u, after in lex.alone:
-        afters_anywhere.setdefault(u, []).append(after)
-    this_round: dict = {}
-    consulted: list = []
-
-    def next_of(unit):  # what may follow `unit` anywhere this round
-        consulted.append(unit)
-        if unit not in next_sets:
-            next_sets[unit] = frozenset().union(*afters_anywhere.get(unit, ()))
-        return next_sets[unit]
-
     classes = frozenset().union(*(automata.classes(u) for u in units if u[0] != "sp"))
 
     def check(a, b, after):
@@ -913,14 +625,9 @@ def _runs_past_siblings(lex: _Lexemes, automata: _Automata, verdicts: dict) -> t
         if not _overlap(automata.first_chars(a), automata.first_chars(b)):
             return
         key = (a, b, after)
-        verdict = verdicts.get(key, this_round.get(key))
-        if verdict is None:
-            consulted.clear()
-            verdict = automata.runs_past(a, b, after, classes, next_of)
-            # a verdict that read past the follower depends on this round's lexemes: kept for
-            # this round only; the others hold in every round (greedy_safe keeps them)
-            (this_round if consulted else verdicts)[key] = verdict
-        if verdict:
+        if key not in verdicts:
+            verdicts[key] = automata.runs_past(a, b, after, classes)
+        if verdicts[key]:
             (unfold if b[0] == "term" else more_split).add(b[1])
 
     terms = frozenset(u for u in afters if u[0] == "term")
