@@ -390,3 +390,18 @@ def test_a_rule_named_as_the_start_keeps_a_name_of_its_own(fmt):
     matcher = Matcher(text)
     assert matcher.accepts("axr") and matcher.accepts("a(axr)r") and matcher.accepts("a(a(axr)r)r")
     assert not matcher.accepts("ax") and not matcher.accepts("a(axr)")
+
+
+def test_a_rule_unfolded_beside_its_siblings_unfolds_the_lexemes_that_hold_it():
+    # review: `th_member` is unfolded (`,th:1` beside `,` and a key), but `pair`, folded, held it:
+    # the terminal `PAIR: th_member ";"` named a rule, and llguidance refused the whole grammar
+    # ("unknown name")
+    g = _member_and_separator()
+    rules = dict(g.rules)
+    rules["start"] = ir.choice(rules["start"], ir.seq(ir.Literal("["), ir.Ref("pair"), ir.Literal("]")))
+    rules["pair"] = ir.seq(ir.Ref("th_member"), ir.Literal(";"))
+    grammar = ir.Grammar("start", rules)
+    folded, _ = dialects.greedy_safe(grammar, dialects.regular_rules(grammar))
+    assert "th_member" not in folded and "pair" not in folded
+    matcher = Matcher(dialects.to_llguidance(grammar))
+    assert matcher.accepts("[,th:1;]") and matcher.accepts("{a:1,th:1}") and not matcher.accepts("[,th:2;]")

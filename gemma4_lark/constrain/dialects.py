@@ -594,7 +594,26 @@ def greedy_safe(grammar: Grammar, regular: frozenset[str]) -> tuple[frozenset[st
         unfold, more_split = _runs_past_siblings(_Lexemes(grammar, folded, split), automata, verdicts)
         if not unfold and not more_split:
             return folded, split
-        folded, split = folded - unfold, split | more_split
+        folded, split = _folded_over(grammar, folded - unfold), split | more_split
+
+
+def _folded_over(grammar: Grammar, folded: frozenset[str]) -> frozenset[str]:
+    """`folded` without the rules that refer to a rule no longer in it, and those that refer to
+    them...: a terminal cannot name a rule (llguidance refuses the grammar: "unknown name"), so
+    a rule unfolded beside its siblings unfolds every folded rule that holds it. Linear: each
+    rule is taken out once, through the rules that refer to it."""
+    callers: dict[str, list[str]] = {}
+    for name in folded:
+        for target in refs(grammar.rules[name]):
+            callers.setdefault(target, []).append(name)
+    out = set(folded)
+    stack = [name for name in callers if name not in folded]
+    while stack:
+        for caller in callers.get(stack.pop(), ()):
+            if caller in out:
+                out.discard(caller)
+                stack.append(caller)
+    return frozenset(out)
 
 
 def _runs_past_siblings(lex: _Lexemes, automata: _Automata, verdicts: dict) -> tuple[set, set]:
