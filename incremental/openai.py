@@ -33,10 +33,9 @@ from typing import Any, Sequence
 
 from gemma4_lark.events import Event, Text, ThinkingDelta, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart
 from .arguments import ArgumentStream
+from .output import ParsedOutput
 from .parser import StreamParser
 from .pieces import COMPACT_EVERY, Pieces
-
-from .output import ParsedOutput
 
 __all__ = ["OpenAIStream", "to_openai_message", "tool_call_error_entry"]
 

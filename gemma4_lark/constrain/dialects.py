@@ -790,10 +790,11 @@ def _unique_names(grammar: Grammar, start: str, spelled: Callable[[str], str], s
     for name in sorted(grammar.rules):  # sorted: the same names whatever the rules' order
         if name == grammar.start:
             continue
-        label, n = spelled(name), 1
+        base = label = spelled(name)
+        n = 1
         while label in taken:
             n += 1
-            label = f"{spelled(name)}{separator}{n}"
+            label = f"{base}{separator}{n}"
         names[name] = label
         taken.add(label)
     return names
