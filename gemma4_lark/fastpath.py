@@ -12,7 +12,9 @@ How (each pattern below is one of the grammar's terminals, read from it, never r
    literals, its NAME and its WS.
 2. The body is split at the string delimiter. In a block the grammar accepts, a delimiter can only
    open or close a STRING (no other terminal holds one), so the odd pieces are the strings' texts,
-   taken exactly as the grammar takes them, and the even ones the structure around them.
+   taken exactly as the grammar takes them, and the even ones the structure around them. (A long
+   block is split by marker_search, which finds the delimiter's `<` by memchr; a stream's scan that
+   found the delimiters already hands their places over, and the block is not searched again.)
 3. The structure is refused when it holds a character JSON would read differently from the
    grammar (`"`, `'`, `\\`); then each string becomes a `'` placeholder, bare keys before `:` and
    bare words in value position are quoted (KEY and BARE_WORD, with the grammar's patterns; a
@@ -39,7 +41,7 @@ import json
 import re
 from json.encoder import encode_basestring
 
-from . import grammar, tokens
+from . import grammar, marker_search, tokens
 from .model import ToolCall
 
 _INFINITY = float("inf")
@@ -135,17 +137,31 @@ def _compiled():
             digits.search, (lit("LBRACE"), lit("LBRACKET")), lit("NULL"))
 
 
-def parse_call(text: str, max_depth: int, *, unique_keys: bool = False):
+def parse_call(text: str, max_depth: int, *, unique_keys: bool = False, delimiters: list[int] | None = None):
     """The ToolCall `text` decodes to, exactly as the grammar decodes it; or None when this path
     does not take `text` (the LALR path then decides, error or value). With `unique_keys`, a block
     that repeats a key in some object is not taken either: a caller that wants the duplicate-key
     report (with each key's position) gets it from the LALR path, and one whose block has no
-    repeated key still gets this path's speed."""
+    repeated key still gets this path's speed. `delimiters`: where every string delimiter of
+    `text` is, in order, when the caller found them already (a stream's scan does); not looked
+    for again."""
     head, close, words, null_spellings, digits, (brace, bracket), null = _compiled()
     start = head(text)
     if start is None or not text.endswith(close):  # (whitespace before the closer: LALR's)
         return None
-    pieces = text[start.end() - 1:len(text) - len(close) + 1].split(tokens.STRING_DELIMITER)
+    body, end = start.end() - 1, len(text) - len(close) + 1
+    if delimiters is None:
+        if end - body < marker_search.SHORT:  # (the common block: no call more than needed)
+            pieces = text[body:end].split(tokens.STRING_DELIMITER)
+        else:
+            pieces = marker_search.split(text, tokens.STRING_DELIMITER, body, end)
+    elif not delimiters:
+        pieces = [text[body:end]]
+    elif delimiters[0] < body or delimiters[-1] >= end:
+        return None  # (a delimiter in the head or the closer: not a block this path takes)
+    else:
+        size = len(tokens.STRING_DELIMITER)
+        pieces = [text[begin:finish] for begin, finish in zip([body] + [at + size for at in delimiters], delimiters + [end])]
     if not len(pieces) & 1:  # an unclosed string
         return None
     strings = pieces[1::2]

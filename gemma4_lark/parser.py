@@ -59,12 +59,14 @@ def parse(text: str, start: str, *, max_depth: int = DEFAULT_MAX_DEPTH, duplicat
 
 
 def parse_from(text: str, pos: int, start: str, *, max_depth: int = DEFAULT_MAX_DEPTH,
-               duplicates: list | None = None, lines: LineIndex | None = None, lossless: bool = False):
+               duplicates: list | None = None, lines: LineIndex | None = None, lossless: bool = False,
+               fast: bool = True):
     """Parse `text[pos:]` as `parse` does, without copying it: positions (in errors and in
     `duplicates`) are offsets into `text`. `lines` (a LineIndex of `text`) spares each error
     counting lines from the start, for callers that parse one text at many offsets. `lossless`:
-    build with `LosslessBuild` (scalars as `Scalar`s, calls as `LosslessCall`s; internal)."""
-    if start == "call_block" and not pos and not lossless:
+    build with `LosslessBuild` (scalars as `Scalar`s, calls as `LosslessCall`s; internal).
+    `fast`: try the fast path first (off for a caller that just tried it; the result is the same)."""
+    if fast and start == "call_block" and not pos and not lossless:
         # accept-only: None leaves it to LALR, which also reports repeated keys where asked to
         call = fastpath.parse_call(text, max_depth, unique_keys=duplicates is not None)
         if call is not None:

@@ -24,10 +24,10 @@ import secrets
 from typing import Any, Sequence
 
 import gemma4_lark
-from gemma4_lark import tokens
+from gemma4_lark import fastpath, marker_search, tokens
 from gemma4_lark.diagnostics import Diagnostic, LineIndex
 from gemma4_lark.errors import GemmaSyntaxError
-from gemma4_lark.parser import parse_lossless_call
+from gemma4_lark.parser import parse_from, parse_lossless_call
 from gemma4_lark.reference import decode_calls, failure_code
 from gemma4_lark.schema.lexeme import Scalar, plain
 from gemma4_lark.schema.registry import ToolRegistry, compile_tools
@@ -59,6 +59,8 @@ _STOPS = (tokens.TOOL_RESPONSE_OPEN, tokens.TURN_CLOSE, tokens.EOS)
 _CALL_ENDS = (tokens.TOOL_CALL_CLOSE, tokens.TURN_CLOSE, tokens.EOS, tokens.TOOL_CALL_OPEN, tokens.TOOL_RESPONSE_OPEN)
 # What a string follows in a block (whitespace aside): where a key or a value begins.
 _VALUE_STARTS = frozenset("{[,:(=")
+# FunctionGemma's string delimiter: in a bare word of a valid block, the decoders report it.
+_FUNCTIONGEMMA_ESCAPE = "<escape>"
 # How far into a block to look for the `{` that completes `call:NAME{`.
 _MAX_HEAD = 256
 # After this many small pieces, the open block's pieces are joined into one: amortized linear, and
@@ -144,11 +146,75 @@ def _block_rest(strict: bool) -> re.Pattern | None:
         opener = run(call_markers) + delimiter
     else:  # the structure, then a delimiter after a value start and at most 4 blanks (more: the scan's)
         starts = "[" + re.escape("".join(sorted(_VALUE_STARTS))) + "]"
-        blank = "[ \t\r\n]"
-        after_start = "|".join(f"(?<={starts}{blank * count})" for count in range(5))
+        blank = f"[{_BLANKS}]"
+        after_start = "|".join(f"(?<={starts}{blank * count})" for count in range(_BLANKS_BEFORE_STRING + 1))
         opener = f"{run(call_markers)}(?:{after_start}){delimiter}"
     inside = run((tokens.STRING_DELIMITER,))
     return re.compile(f"(?:{opener}{inside}{delimiter})*+{run(call_markers)}" + re.escape(tokens.TOOL_CALL_CLOSE))
+
+
+_OTHER_CALL_ENDS = tuple(m for m in _CALL_ENDS if m != tokens.TOOL_CALL_CLOSE)
+_BLANKS = " \t\r\n"
+_BLANKS_BEFORE_STRING = 4  # what `_block_rest` reads back over, after a value start
+
+
+def _block_rest_end(pattern: re.Pattern, strict: bool, data: str, i: int) -> tuple[int, list[int] | None]:
+    """Where `pattern` (`_block_rest(strict)`) ends its match at data[i], -1 where it fails; and
+    where the delimiters between are, when they were found on the way (else None).
+
+    The same end, found faster on a long rest, where the regex engine steps through every
+    character of the strings (about 0.5 ns each): the `<`s one by one, found by memchr, while
+    that is ahead (marker_search.ahead); then the pattern, from the last place in the structure.
+    The delimiters found so are what the block's decoders would look for again: they are handed
+    on. tests/test_stream_block_jump.py checks both ways give the same end on random blocks."""
+    n = len(data)
+    if n - i < marker_search.SHORT:
+        found = pattern.match(data, i)
+        return (found.end() if found is not None else -1), None
+    seek = data.find
+    at_marker = data.startswith
+    delimiter, closer = tokens.STRING_DELIMITER, tokens.TOOL_CALL_CLOSE
+    delimiters: list[int] = []
+    inside = False
+    step = marker_search.STEP
+    budget = marker_search.FREE_STEPS * step  # marker_search.ahead, inlined
+    at = seek("<", i)
+    while at != -1:
+        budget -= step
+        if budget < i - at:
+            break
+        if at_marker(delimiter, at):
+            if not inside and not strict and not _after_value_start(data, at):
+                return -1, None
+            inside = not inside
+            delimiters.append(at)
+            at = seek("<", at + len(delimiter))
+            continue
+        if not inside:
+            if at_marker(closer, at):
+                return at + len(closer), delimiters
+            if any(at_marker(marker, at) for marker in _OTHER_CALL_ENDS):
+                return -1, None
+        at = seek("<", at + 1)
+    else:
+        return -1, None  # no `<` left: no closer
+    place = at  # nothing between the last delimiter and this `<` is a marker
+    if inside:  # the rest of this string, then the pattern from the structure after it
+        end = seek(delimiter, at)
+        if end == -1:
+            return -1, None
+        place = end + len(delimiter)
+    found = pattern.match(data, place)
+    return (found.end() if found is not None else -1), None
+
+
+def _after_value_start(data: str, at: int) -> bool:
+    """Whether the delimiter at data[at] follows a value start, with at most
+    _BLANKS_BEFORE_STRING blanks between: `_block_rest`'s look-behind."""
+    k = at - 1
+    while k >= 0 and at - k <= _BLANKS_BEFORE_STRING and data[k] in _BLANKS:
+        k -= 1
+    return k >= 0 and data[k] in _VALUE_STARTS
 
 
 # A block's rest is looked for in one step only when this much of the chunk is left: a stream of
@@ -212,6 +278,7 @@ class StreamParser:
         self._head = ""         # the block's first _MAX_HEAD characters, until its head is decided
         self._head_end = -1     # stream offset just after `call:NAME{`, once seen
         self._oversized = False
+        self._delimiters: list[int] | None = None  # where the block's delimiters are, when the scan found them
         # Stray markup (not strict): an unlabelled `<|channel>` opened the thought, and once its
         # `<channel|>` comes, a `thought\n` label right after it is markup too (the label the model
         # meant to write first). Set only with `_armed`, so the fast path of feed() never skips it.
@@ -601,14 +668,23 @@ class StreamParser:
                 if (self._state is _CALL and marks is None and n - i >= _BLOCK_JUMP_MIN and not self._oversized
                         and jump_tried != self._block_start and self._block_rest is not None):
                     jump_tried = self._block_start  # once per block and chunk: linear
-                    rest = self._block_rest.match(data, i)
-                    if rest is not None and self._block_size + rest.end() - i <= self.max_block_chars:
-                        closer = rest.end() - len(tokens.TOOL_CALL_CLOSE)
+                    if n - i < marker_search.SHORT:  # (what _block_rest_end does there, inlined)
+                        rest = self._block_rest.match(data, i)
+                        rest, delimiters = (rest.end() if rest is not None else -1), None
+                    else:
+                        rest, delimiters = _block_rest_end(self._block_rest, self.strict, data, i)
+                    if rest != -1 and self._block_size + rest - i <= self.max_block_chars:
+                        if (delimiters is not None and self._block_size == len(tokens.TOOL_CALL_OPEN)
+                                and data.startswith(tokens.TOOL_CALL_OPEN, i - self._block_size, i)):
+                            self._take_block(data, i, rest, base, delimiters, events)
+                            i = rest
+                            continue
+                        closer = rest - len(tokens.TOOL_CALL_CLOSE)
                         if i < closer:
                             self._add_to_block(data[i:closer], base + i, events)
                         self._add_to_block(tokens.TOOL_CALL_CLOSE, base + closer, events)
-                        self._end_block(events, base + rest.end(), closed=True)
-                        i = rest.end()
+                        self._end_block(events, base + rest, closed=True)
+                        i = rest
                         continue
                 j = find("<", i)
                 found = None
@@ -819,6 +895,7 @@ class StreamParser:
         self._head = "" if bare else opener  # a bare block emits no tool_call_start: no head to find
         self._head_end = -1
         self._oversized = False
+        self._delimiters = None
 
     def _add_to_block(self, piece: str, start: int, events: list) -> None:
         if self._head:
@@ -855,6 +932,19 @@ class StreamParser:
             block.append(tail)
             self._small = 0
 
+    def _take_block(self, data: str, i: int, end: int, base: int, delimiters: list[int], events: list) -> None:
+        """The open block whole in this chunk: its opener right before data[i], nothing else of it
+        before, and data[i:end] the rest through its closer, `delimiters` where its string
+        delimiters are. It is taken as one slice of the chunk (one copy, not a piece and a join),
+        and the delimiters are handed to its decoders (they need not look for them again)."""
+        opener_at = i - len(tokens.TOOL_CALL_OPEN)
+        if self._head:
+            self._find_head(data[i:i + _MAX_HEAD], base + i, events)
+        self._block = [data[opener_at:end]]
+        self._block_size += end - i
+        self._delimiters = [at - opener_at for at in delimiters]
+        self._end_block(events, base + end, closed=True)
+
     def _find_head(self, piece: str, start: int, events: list) -> None:
         """Emit tool_call_start once `call:NAME{` is complete, its `{` within the block's first
         _MAX_HEAD characters. Independent of `max_block_chars` and of the chunking."""
@@ -883,6 +973,7 @@ class StreamParser:
         self._state = _TEXT
         raw = "".join(self._block)
         self._block = []
+        delimiters, self._delimiters = self._delimiters, None
         self._small = 0
         self._head = ""
         bare, self._bare = self._bare, False
@@ -900,7 +991,7 @@ class StreamParser:
                 decoded = [_respell(event, self._mask) for event in self._decode(
                     _spelled_out(raw, self._block_start, self._marks, self._mask), closed, at_end, bare, span)]
             else:
-                decoded = self._decode(raw, closed, at_end, bare, span)
+                decoded = self._decode(raw, closed, at_end, bare, span, delimiters)
         except Exception as exc:  # noqa: BLE001 - a decoder's bug must not lose the stream
             decoded = [ToolCallError(self._block_id, self._call_count, raw,
                                      f"the block could not be decoded ({type(exc).__name__}: {str(exc)[:200]})", span,
@@ -935,7 +1026,8 @@ class StreamParser:
         self._call_count += 1
         return index
 
-    def _decode(self, raw: str, closed: bool, at_end: bool, bare: bool, span: tuple) -> list:
+    def _decode(self, raw: str, closed: bool, at_end: bool, bare: bool, span: tuple,
+                delimiters: list[int] | None = None) -> list:
         """The block's events. The strict parser first; when it rejects the block and this parser is
         not strict, the lenient decoder, with the grammar's error and each recovery as diagnostics.
 
@@ -951,8 +1043,13 @@ class StreamParser:
             try:
                 if lossless:
                     call = parse_lossless_call(raw, max_depth=self.max_depth, duplicates=duplicates)
-                else:
+                elif delimiters is None:
                     call = gemma4_lark.parse_call(raw, max_depth=self.max_depth, duplicates=duplicates)
+                else:  # the fast path, told where the delimiters are; else the LALR path (no second try)
+                    call = fastpath.parse_call(raw, self.max_depth, unique_keys=True, delimiters=delimiters)
+                    if call is None:
+                        call = parse_from(raw, 0, "call_block", max_depth=self.max_depth, duplicates=duplicates,
+                                          fast=False)
             except GemmaSyntaxError as err:
                 message = str(err).split("\n", 1)[0]
                 if self.strict or err.code == "too-deep":
@@ -960,7 +1057,7 @@ class StreamParser:
                 syntax = Diagnostic("error", "syntax", err.message, err.line, err.column, err.pos)
             else:
                 warnings = []
-                if "<escape>" in raw:  # valid, but FunctionGemma's delimiter: say so
+                if _escape_outside_strings(raw, delimiters):  # valid, but FunctionGemma's delimiter: say so
                     _, _, read = decode_calls(raw, max_depth=self.max_depth)[0]
                     warnings = [d for d in read.diagnostics if d.code == "functiongemma-escape"]
                 if duplicates:  # valid, and the last value wins (SPEC); the call says so, as validate() does
@@ -1041,6 +1138,21 @@ class StreamParser:
         if violations and self.strict:
             return ToolCallError(call_id, index, raw, violations[0].message, span, name, typed, diagnostics, "schema")
         return ToolCallEnd(call_id, index, name, typed, raw, diagnostics, recovered, span)
+
+
+def _escape_outside_strings(raw: str, delimiters: list[int] | None) -> bool:
+    """Whether FunctionGemma's `<escape>` is in the valid block `raw` outside its strings (in a
+    bare word, where the decoders report it), given where its delimiters are; when that is not
+    known (None), whether it is anywhere in the block."""
+    escape = _FUNCTIONGEMMA_ESCAPE
+    if delimiters is None:
+        return escape in raw if len(raw) < marker_search.SHORT else marker_search.find(raw, escape) != -1
+    begin = 0
+    for k in range(0, len(delimiters) - 1, 2):  # (a valid block closes every string it opens)
+        if raw.find(escape, begin, delimiters[k]) != -1:
+            return True
+        begin = delimiters[k + 1] + len(tokens.STRING_DELIMITER)
+    return raw.find(escape, begin) != -1
 
 
 def _spelled_out(raw: str, base: int, marks: set, mask: str) -> str:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import gemma4_lark as g
-from gemma4_lark import fastpath, fuzz, tokens
+from gemma4_lark import fastpath, fuzz, marker_search, tokens
 from gemma4_lark.parser import DEFAULT_MAX_DEPTH, parse_from
 from timing import Guard, guard_tests
 
@@ -40,11 +40,25 @@ def _lalr(text: str, max_depth: int, duplicates: list | None = None):
         fastpath.parse_call = real
 
 
+def _delimiters(text: str) -> list[int]:
+    """Where every string delimiter of `text` is: what `str.split` splits at."""
+    found, at = [], text.find(D)
+    while at != -1:
+        found.append(at)
+        at = text.find(D, at + len(D))
+    return found
+
+
 def _check(text: str, max_depth: int = DEFAULT_MAX_DEPTH) -> bool:
     """Whether the fast path took `text`; fails when what it gave differs from LALR's, or when it
     took, asked for unique keys, a block in which LALR reports a repeated key."""
     fast = fastpath.parse_call(text, max_depth)
     unique = fastpath.parse_call(text, max_depth, unique_keys=True)
+    # Told where the delimiters are (as a stream's scan tells it), the same: the same call or None.
+    told = fastpath.parse_call(text, max_depth, unique_keys=True, delimiters=_delimiters(text))
+    assert (told is None) == (unique is None), text
+    if told is not None:
+        assert told.name == unique.name and _typed(told.arguments) == _typed(unique.arguments), text
     if fast is None:
         assert unique is None, text
         return False
@@ -65,13 +79,16 @@ def _check(text: str, max_depth: int = DEFAULT_MAX_DEPTH) -> bool:
 SHIPPED = {name: getattr(fastpath, name) for name in ("_LONG_STRINGS", "_LONG_STRING_AVERAGE")}
 
 
-@pytest.fixture(autouse=True, params=["strings encoded", "strings put back"])
+@pytest.fixture(autouse=True, params=["strings encoded", "strings put back", "split by memchr"])
 def string_mode(request, monkeypatch):
-    """Every test twice: the strings JSON-encoded into the template (short strings, the usual
-    case), and put back into the decoded value by token (what long strings take)."""
+    """Every test three times: the strings JSON-encoded into the template (short strings, the
+    usual case), put back into the decoded value by token (what long strings take), and the
+    block split at its delimiters by marker_search (what a long block takes) whatever its size."""
     if request.param == "strings put back":
         monkeypatch.setattr(fastpath, "_LONG_STRINGS", -1)
         monkeypatch.setattr(fastpath, "_LONG_STRING_AVERAGE", 0)
+    if request.param == "split by memchr":
+        monkeypatch.setattr(marker_search, "SHORT", 0)
     return request.param
 
 

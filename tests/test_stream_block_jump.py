@@ -8,6 +8,7 @@ taken on the common blocks (or it is dead code), and stay linear where it fails 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 import pytest
@@ -153,3 +154,106 @@ _GUARDS = [
     Guard("a closed block of many strings", lambda text: StreamParser().feed(text), _closed_block, 256),
 ]
 test_time_grows_linearly, test_each_guard_can_fail = guard_tests(_GUARDS, twins=_GUARDS[:1])
+
+
+# ------------------------------------------------------------ the long rest, found by memchr ----
+# A rest of marker_search.SHORT characters or more is read by `_block_rest_end`'s loop (the `<`s
+# one by one) until it is no longer ahead, then by the pattern: both must give the pattern's end.
+_LONG = ["x" * 300, "y<" * 40, "é" * 200, ":" + D + "x" * 300 + D, "[ " + D + "y<" * 40 + D + "]", "a" + D + "é" * 200 + D]
+
+
+@contextlib.contextmanager
+def _short(size: int):
+    saved = stream.marker_search.SHORT
+    stream.marker_search.SHORT = size
+    try:
+        yield
+    finally:
+        stream.marker_search.SHORT = saved
+
+
+# A block's rest as members: a key, a value start, blanks (more than the look-behind reads, at
+# times), a string of long or hostile content, or a stray piece; closed or not.
+_CONTENT = st.lists(st.sampled_from(["x" * 300, "é" * 200, "y<" * 40, "<", "<tool_call|>", "<turn|>", "<|tool_call>", "a",
+                                      "\n", "b" * 1000]), max_size=4)
+_MEMBER = st.tuples(st.sampled_from(["", "k", "k:", "k:[", "k:{a:", "("]), st.sampled_from([""] * 4 + [" ", "\n\t", " " * 4, " " * 5]),
+                    _CONTENT, st.sampled_from([""] * 12 + ["1", "x<y", "<eos>", D, "<|tool_response>"]))
+_RESTS = st.lists(_MEMBER, max_size=12).map(
+    lambda members: ",".join(key + blanks + D + "".join(content) + D + stray for key, blanks, content, stray in members))
+
+
+def _loop_against_pattern(text: str, i: int, strict: bool, every_text: bool) -> None:
+    pattern = stream._block_rest(strict)
+    expected = pattern.match(text, i)
+    with _short(0 if every_text else stream.marker_search.SHORT):
+        end, delimiters = stream._block_rest_end(pattern, strict, text, i)
+    assert end == (expected.end() if expected is not None else -1), (text, i)
+    if delimiters is not None:  # handed on only with an end, and then every delimiter before it
+        assert end != -1
+        found, at = [], text.find(D, i, end)
+        while at != -1:
+            found.append(at)
+            at = text.find(D, at + len(D), end)
+        assert delimiters == found, text
+
+
+@pytest.mark.skipif(not POSSESSIVE, reason="Python 3.10's re has no possessive quantifiers: the scan reads every block")
+@settings(max_examples=400)
+@given(pieces=st.lists(st.sampled_from(_PIECES + _INSIDE + _LONG), max_size=60), strict=st.booleans(),
+       data=st.data(), every_text=st.booleans())
+def test_the_loop_ends_where_the_pattern_ends(pieces, strict, data, every_text):
+    text = "".join(pieces)
+    _loop_against_pattern(text, data.draw(st.integers(0, len(text))), strict, every_text)
+
+
+@pytest.mark.skipif(not POSSESSIVE, reason="Python 3.10's re has no possessive quantifiers: the scan reads every block")
+@settings(max_examples=400)
+@given(rest=_RESTS, strict=st.booleans(), every_text=st.booleans(), closed=st.sampled_from([True] * 4 + [False]))
+def test_the_loop_ends_where_the_pattern_ends_on_block_rests(rest, strict, every_text, closed):
+    text = "call:f{" + rest + ("}<tool_call|>" if closed else "")
+    _loop_against_pattern(text, len("call:f{"), strict, every_text)
+
+
+@pytest.mark.skipif(not POSSESSIVE, reason="Python 3.10's re has no possessive quantifiers: the scan reads every block")
+@settings(max_examples=300)
+@given(blocks=_BLOCKS, sizes=st.none() | st.lists(st.integers(1, 400), min_size=1, max_size=3), strict=st.booleans(),
+       long=st.lists(st.sampled_from(_LONG), max_size=3))
+def test_blocks_read_by_the_loop(blocks, sizes, strict, long):
+    """Every block read by the loop (SHORT = 0), its delimiters handed to the decoders: the same
+    events as the scan's."""
+    text = "".join(before + "<|tool_call>call:f{a:" + D + "".join(long) + D + "," + "".join(inside) + end
+                   for before, inside, end in blocks)
+    with _short(0):
+        _same(text, sizes, strict=strict)
+
+
+def test_a_long_block_hands_its_delimiters_to_the_fast_path(monkeypatch):
+    """A 20 KB call in one chunk: read by the loop, decoded by the fast path at the delimiters
+    the scan found (the block is not split again), to the same call."""
+    seen = []
+    real = stream.fastpath.parse_call
+    monkeypatch.setattr(stream.fastpath, "parse_call", lambda *a, **k: seen.append(k.get("delimiters")) or real(*a, **k))
+    code = ("def f(x):\n    return x > 3 and {'a': [x]}\n" * 25 + "# x < y\n") * 16  # a `<` a KB: the loop's
+    text = "hi <|tool_call>call:write{path:" + D + "a.py" + D + ",content:" + D + code + D + ",n:2}<tool_call|> bye"
+    [call] = [e for e in StreamParser().feed(text) if e.type == "tool_call_end"]
+    assert call.arguments == {"path": "a.py", "content": code, "n": 2}
+    opener = text.index("<|tool_call>")
+    assert seen == [[k - opener for k in range(len(text)) if text.startswith(D, k)]]
+
+
+@pytest.mark.parametrize("where", ["bare word", "string", "both", "last word"])
+def test_functiongemma_escape_in_a_long_block(where):
+    """`<escape>` in a bare word is reported (`functiongemma-escape`), in a string it is text:
+    the same whether the block's delimiters came from the loop or not."""
+    long = "x" * 2000
+    word = "ab<escape>cd" if where in ("bare word", "both") else "abcd"
+    inside = "<escape>" if where in ("string", "both") else ""
+    last = "z<escape>" if where == "last word" else "z"
+    text = ("<|tool_call>call:f{a:" + D + long + inside + D + ",b:" + word + ",c:" + D + long + D + ",d:" + last
+            + "}<tool_call|>")
+    [call] = [e for e in StreamParser().feed(text) if e.type == "tool_call_end"]
+    codes = [d.code for d in call.diagnostics]
+    assert codes == (["functiongemma-escape"] if where != "string" else []), codes
+    _same(text)
+    with _short(0):
+        _same(text)
