@@ -674,7 +674,7 @@ class StreamParser:
                     else:
                         rest, delimiters = _block_rest_end(self._block_rest, self.strict, data, i)
                     if rest != -1 and self._block_size + rest - i <= self.max_block_chars:
-                        if (delimiters is not None and self._block_size == len(tokens.TOOL_CALL_OPEN)
+                        if (self._block_size == len(tokens.TOOL_CALL_OPEN)
                                 and data.startswith(tokens.TOOL_CALL_OPEN, i - self._block_size, i)):
                             self._take_block(data, i, rest, base, delimiters, events)
                             i = rest
@@ -932,17 +932,20 @@ class StreamParser:
             block.append(tail)
             self._small = 0
 
-    def _take_block(self, data: str, i: int, end: int, base: int, delimiters: list[int], events: list) -> None:
+    def _take_block(self, data: str, i: int, end: int, base: int, delimiters: list[int] | None,
+                    events: list) -> None:
         """The open block whole in this chunk: its opener right before data[i], nothing else of it
         before, and data[i:end] the rest through its closer, `delimiters` where its string
-        delimiters are. It is taken as one slice of the chunk (one copy, not a piece and a join),
-        and the delimiters are handed to its decoders (they need not look for them again)."""
+        delimiters are when the scan found them (else None). It is taken as one slice of the chunk
+        (one copy, not a piece and a join), and the delimiters are handed to its decoders (they
+        need not look for them again)."""
         opener_at = i - len(tokens.TOOL_CALL_OPEN)
         if self._head:
             self._find_head(data[i:i + _MAX_HEAD], base + i, events)
         self._block = [data[opener_at:end]]
         self._block_size += end - i
-        self._delimiters = [at - opener_at for at in delimiters]
+        if delimiters is not None:
+            self._delimiters = [at - opener_at for at in delimiters]
         self._end_block(events, base + end, closed=True)
 
     def _find_head(self, piece: str, start: int, events: list) -> None:
