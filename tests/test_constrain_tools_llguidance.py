@@ -18,7 +18,9 @@ pytest.importorskip("llguidance")
 jsonschema = pytest.importorskip("jsonschema")
 
 from constrain_llg import accepts, matcher, random_walk, to_lark  # noqa: E402
-from schema_strategies import _distinct_case, as_json_schema, rendered, tools_with_schemas, values  # noqa: E402
+from schema_strategies import (  # noqa: E402
+    _distinct_case, _object, as_json_schema, compound, leaf_schemas, rendered, tools_with_schemas, values,
+)
 
 from gemma4_lark import GemmaSyntaxError, parse_call  # noqa: E402
 from gemma4_lark.constrain.schema import SchemaError, not_enforced, tool_call_rules  # noqa: E402
@@ -117,3 +119,55 @@ def test_random_walks_parse_and_validate(tools, seed):
     # once a walk writes an undeclared key first, it ends only by spelling the required key's name
     # exactly, which random bytes seldom do.
     assert finished or len(lark) > 2000 or _requires_a_key_among_open_ones(tools)
+
+
+# --- unions of objects ----------------------------------------------------------------------
+# An option that is one regular rule (a closed object of scalar members, `{a:2,b:1}`) beside one
+# that is not (`{a: any value}`): llguidance's greedy lexer, offered the whole first option as one
+# lexeme, ran it past the other's `{`, `a` and `:` and refused `{a:3}`. Structure is never one
+# lexeme now (`ir.Grammar.structure`); these failed before, each valid call refused.
+_CLOSED = {"type": "object", "properties": {"a": {"const": 2}, "b": {"const": 1}}, "required": ["a", "b"],
+           "additionalProperties": False}
+_D = '<|"|>'
+
+
+@pytest.mark.parametrize("a, bodies", [
+    ({}, ["{a:2}", "{a:3}", "{a:[1]}", "{a:{b:1}}", "{a:" + _D + "s" + _D + "}"]),
+    ({"type": "array"}, ["{a:[1]}", "{a:[]}"]),
+    ({"type": "object"}, ["{a:{}}", "{a:{a:2}}"]),
+    ({"anyOf": [{"type": "string"}, {"type": "object"}]}, ["{a:" + _D + "s" + _D + "}", "{a:{a:2,b:1}}"]),
+    ({"$ref": "#"}, ["{a:{x:{a:2,b:1}}}", "{a:{x:{a:{x:{a:2,b:1}}}}}"]),
+])
+def test_a_union_beside_a_closed_object_takes_its_other_option(a, bodies):
+    parameters = {"type": "object", "properties": {"x": {"anyOf": [_CLOSED, {"type": "object", "properties": {"a": a},
+                                                                               "required": ["a"]}]}},
+                  "required": ["x"]}
+    lark = lark_of([{"type": "function", "function": {"name": "f", "parameters": parameters}}])
+    assert accepts(lark, "<|tool_call>call:f{x:{a:2,b:1}}<tool_call|>")
+    for body in bodies:
+        assert accepts(lark, "<|tool_call>call:f{x:" + body + "}<tool_call|>"), body
+    assert not accepts(lark, "<|tool_call>call:f{x:{b:1}}<tool_call|>")  # in no option
+
+
+# options that share keys (`a`, `ab`), with scalar, constant and open members, closed or not
+_SHARED_KEYS = st.sampled_from(["a", "ab", "b"])
+_MEMBERS = st.one_of(leaf_schemas, st.just({}), compound(leaf_schemas))
+_OBJECTS = st.builds(_object, st.dictionaries(_SHARED_KEYS, _MEMBERS, min_size=1, max_size=3),
+                     st.lists(st.booleans(), min_size=4, max_size=4), st.sampled_from(["absent", False, True]))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(options=st.lists(_OBJECTS, min_size=2, max_size=3), nested=st.booleans(), data=st.data())
+def test_every_option_of_a_union_of_objects_is_accepted(options, nested, data):
+    union = {"anyOf": options}
+    x = {"type": "array", "items": union} if nested else union
+    parameters = {"type": "object", "properties": {"x": x}, "required": ["x"]}
+    tools = [{"type": "function", "function": {"name": "f", "parameters": parameters}}]
+    assume(_distinct_case(tools))
+    lark = lark_of(tools)
+    arguments = data.draw(values(parameters, parameters))
+    try:
+        text = rendered("f", arguments)
+    except UnsafeContentError:
+        assume(False)
+    assert accepts(lark, text), text

@@ -586,7 +586,11 @@ def greedy_safe(grammar: Grammar, regular: frozenset[str]) -> tuple[frozenset[st
     """Which of the `regular` rules to print as one lexeme each, and which literals to write
     piece by piece (`_literal_pieces`), so that no lexeme can run past a sibling's end (see
     above). Each round unfolds or splits at least one lexeme, so it ends."""
-    folded = frozenset(regular - {grammar.start})
+    # structure is never folded (`Grammar.structure`): a union of two objects, one of them one
+    # lexeme (`{a:2,b:1}`) beside one that is not (`{` `a` `:` any value), would have the lexeme
+    # run past the other's `{`, `a` and `:` and refuse `{a:3}`; the check below looks one lexeme
+    # past a sibling at one point, and such lexemes meet after a lexeme their paths share
+    folded = _folded_over(grammar, frozenset(regular - {grammar.start} - grammar.structure))
     split: frozenset[str] = frozenset()
     automata = _Automata(grammar)
     verdicts: dict[tuple, bool] = {}

@@ -75,6 +75,11 @@ class Grammar:
 
     start: str
     rules: Mapping[str, Expr] = field(default_factory=dict)
+    # Rules that spell the structure of a value (an object's or an array's punctuation, a
+    # member's colon): a printer for an engine whose lexer is greedy keeps each of them a rule,
+    # never one lexeme (docs/constrained-decoding.md#greedy-lexing). The declared tools' rules
+    # name them; the format's own grammar names none.
+    structure: frozenset[str] = frozenset()
 
 
 def seq(*items: Expr) -> Expr:

@@ -114,6 +114,12 @@ class _Pieces:
     colon: ir.Expr
     key_chars: frozenset[int]  # KEY is one or more of these
 
+    @property
+    def punctuation_chars(self) -> frozenset[str]:
+        """The characters of the format's punctuation: `{ } [ ] , :`, read from the grammar."""
+        marks = (self.lbrace, self.rbrace, self.lbracket, self.rbracket, self.comma, self.colon)
+        return frozenset("".join(text for mark in marks for text in _literal_text(mark)))
+
 
 def _text_of(name: str) -> ir.Expr:
     """A terminal without markers: its language as IR."""
@@ -880,7 +886,31 @@ def tool_call_rules(tools: Sequence[Tool], choice: ToolChoice, *, order: str = "
     calls = [ir.seq(ir.Literal(name), ir.Ref(rule)) for name, rule in arguments.items()]
     rules["tool_call"] = ir.seq(ir.Special(_literal("TOOL_CALL_OPEN")), ir.Literal(_literal("CALL_KEYWORD")),
                                 ir.choice(*calls), ir.Special(_literal("TOOL_CALL_CLOSE")))
-    return ir.Grammar("tool_call", _reachable(rules, "tool_call"))
+    return grammar_of(rules, "tool_call")
+
+
+def grammar_of(rules: Mapping[str, ir.Expr], start: str) -> ir.Grammar:
+    """The grammar of the rules `start` uses, its `structure` named: the rules that write the
+    format's punctuation (`{ } [ ] , :`) themselves."""
+    used = _reachable(rules, start)
+    punctuation = _pieces().punctuation_chars
+    return ir.Grammar(start, used, structure=frozenset(
+        name for name, body in used.items() if any(not punctuation.isdisjoint(text) for text in _literal_text(body))))
+
+
+def _literal_text(expr: ir.Expr):
+    """The text of every Literal in `expr` itself (not in the rules it refers to)."""
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ir.Literal):
+            yield e.text
+        elif isinstance(e, ir.Seq):
+            stack.extend(e.items)
+        elif isinstance(e, ir.Choice):
+            stack.extend(e.options)
+        elif isinstance(e, ir.Repeat):
+            stack.append(e.item)
 
 
 def _reachable(rules: Mapping[str, ir.Expr], start: str) -> dict[str, ir.Expr]:

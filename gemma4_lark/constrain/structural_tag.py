@@ -22,7 +22,7 @@ from .. import tokens
 from ..tools import Tool, ToolChoice, read_tool_choice, read_tools
 from . import ir
 from .dialects import to_xgrammar
-from .schema import _reachable, argument_rules
+from .schema import argument_rules, grammar_of
 
 __all__ = ["structural_tag", "argument_grammars"]
 
@@ -32,7 +32,7 @@ def argument_grammars(tools: Any, *, order: str = "sorted") -> dict[str, ir.Gram
     `tools` as a request sends them, or `Tool`s already read."""
     declared = tuple(tools) if all(isinstance(t, Tool) for t in tools) else read_tools(tools)
     rules, starts = argument_rules(declared, order=order)
-    return {name: ir.Grammar(start, _reachable(rules, start)) for name, start in starts.items()}
+    return {name: grammar_of(rules, start) for name, start in starts.items()}
 
 
 def _tag(name: str, grammar: ir.Grammar) -> dict:

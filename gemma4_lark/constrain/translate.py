@@ -545,4 +545,4 @@ def with_call_block(g: Grammar, call_block: Grammar) -> Grammar:
     if clash:
         raise ValueError(f"rule names used twice: {', '.join(clash)}")
     kept.update(call_block.rules)
-    return Grammar(g.start, kept)
+    return Grammar(g.start, kept, structure=frozenset(n for n in g.structure | call_block.structure if n in kept))
