@@ -8,6 +8,7 @@ from typing import Any, Iterable, Iterator
 
 from gemma4_lark.diagnostics import Diagnostic
 from gemma4_lark.events import Event, Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError
+from . import express
 from .parser import StreamParser
 
 
@@ -109,8 +110,10 @@ def parse_output(text: str, **options: Any) -> ParsedOutput:
     StreamParser raises for malformed `tools`; problems in the text are in the result's `errors`,
     calls' diagnostics and `diagnostics`."""
     parser = StreamParser(**options)
-    events = parser.feed(text)
-    events += parser.flush()
+    events = express.events(parser, text) if type(text) is str else None  # the usual shape, or None
+    if events is None:
+        events = parser.feed(text)
+        events += parser.flush()
     parsed = collect(events)
     if parser.diagnostics:
         parsed = dataclasses.replace(parsed, diagnostics=list(parser.diagnostics))

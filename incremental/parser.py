@@ -958,11 +958,8 @@ class StreamParser:
             self._head = head if len(head) < _MAX_HEAD else ""
             return
         self._head = ""  # decided
-        words = head[len(tokens.TOOL_CALL_OPEN): brace].strip(" \t\r\n")
-        if not words.startswith(tokens.CALL_KEYWORD):
-            return
-        name = words[len(tokens.CALL_KEYWORD):].strip(" \t\r\n")
-        if not terminal_pattern("NAME").fullmatch(name):
+        name = call_name(head, brace)
+        if name is None:
             return
         if self._refusal(name) is not None:
             return  # decided at the head: a call that may not be made is never started
@@ -1141,6 +1138,16 @@ class StreamParser:
         if violations and self.strict:
             return ToolCallError(call_id, index, raw, violations[0].message, span, name, typed, diagnostics, "schema")
         return ToolCallEnd(call_id, index, name, typed, raw, diagnostics, recovered, span)
+
+
+def call_name(head: str, brace: int) -> str | None:
+    """The NAME of `<|tool_call>call:NAME{`, given the block's first characters `head` and where
+    its first `{` is (within its first _MAX_HEAD characters); None when that is no call's head."""
+    words = head[len(tokens.TOOL_CALL_OPEN): brace].strip(" \t\r\n")
+    if not words.startswith(tokens.CALL_KEYWORD):
+        return None
+    name = words[len(tokens.CALL_KEYWORD):].strip(" \t\r\n")
+    return name if terminal_pattern("NAME").fullmatch(name) else None
 
 
 def _escape_outside_strings(raw: str, delimiters: list[int] | None) -> bool:

@@ -1,0 +1,145 @@
+"""parse_output's express path: a whole output of the usual shape, read in a few C-level steps.
+
+StreamParser reads an output as it comes: a method call per marker and per piece, a state kept
+between chunks. A whole output of the usual shape (text, labelled thoughts, call blocks the fast
+path takes) needs none of that: a regex of the markers finds them, the block-rest pattern finds
+each block's end, and the fast path decodes it. `events(parser, text)` gives the events that
+`parser` (new) gives for `text` fed whole and flushed, or None when the output is not of that
+shape, and then the parser reads it.
+
+Accept-only, like gemma4_lark.fastpath: whatever it does not take (declared tools, a tool_choice,
+a stop marker, stray markup, an unlabelled channel, an unclosed thought or block, a call inside a
+thought, a bare call the stream would guess, a block the fast path leaves to LALR, FunctionGemma's
+`<escape>`, a block past `max_block_chars`, a marker's prefix at the end) goes to StreamParser,
+so every result it gives is StreamParser's. Its pieces are StreamParser's own: the scan table's
+markers, the block-rest pattern, the head decision (`call_name`), the fast path. Call ids are
+asked of the parser's id factory only once the whole output is taken, one per block in order, as
+the stream asks. tests/test_express.py checks by differential fuzzing that every output it takes
+gives exactly StreamParser's events, ids included.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from gemma4_lark import fastpath, marker_search, tokens
+from gemma4_lark.events import Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallStart
+
+from .parser import (
+    _FUNCTIONGEMMA_ESCAPE, _MAX_HEAD, _TEXT, _THINKING, _THOUGHT_OPENERS, StreamParser, _block_rest, _block_rest_end,
+    _scan_table, call_name,
+)
+
+_BLANKS = " \t\r\n"
+
+
+@functools.lru_cache(maxsize=2)
+def _patterns(strict: bool):
+    """Per state, a regex of its markers (longest first: at one place the longest wins, as the
+    scan's table has it) and its markers' proper prefixes, with the longest's length; and the
+    block-rest pattern (None before Python 3.11: then there is no express path)."""
+    table = _scan_table(True, strict)
+
+    def markers(state):
+        by_second, prefixes, longest = table[state]
+        found = sorted({m for group in by_second.values() for m in group}, key=len, reverse=True)
+        return re.compile("|".join(map(re.escape, found))), prefixes, longest
+
+    return markers(_TEXT), markers(_THINKING), _block_rest(strict)
+
+
+def events(parser: StreamParser, text: str) -> list | None:
+    """The events of `text` read whole by `parser` (a new parser, nothing fed yet), or None when
+    the output is not one this path takes. Asks `parser` for call ids only when it takes it."""
+    if (parser._registry is not None or parser._choice.mode != "auto" or not parser.parse_thinking
+            or parser._state is not _TEXT or parser._marks is not None or parser._pos or parser._finished):
+        return None
+    strict = parser.strict
+    (in_text, text_prefixes, longest), (in_thought, _, _), block_rest = _patterns(strict)
+    if block_rest is None:
+        return None
+    if not strict and _bare_call_guessed(text, 0):
+        return None
+    out: list = []  # events, and a tuple for each call (its events need an id)
+    n = len(text)
+    i = 0
+    text_from = 0  # where the text read in the text state last began: a marker's prefix after it is held
+    while True:
+        found = in_text.search(text, i)
+        j = found.start() if found is not None else n
+        if i < j:
+            out.append(Text(text[i:j], (i, j)))
+        if found is None:
+            break
+        marker = found.group()
+        if marker == tokens.TOOL_CALL_OPEN:
+            end, delimiters = _block_rest_end(block_rest, strict, text, found.end())
+            if end == -1 or end - j > parser.max_block_chars:
+                return None
+            raw = text[j:end]
+            if delimiters is not None:  # (found on the way, by memchr: a long block)
+                delimiters = [at - j for at in delimiters]
+                if marker_search.find(raw, _FUNCTIONGEMMA_ESCAPE) != -1:
+                    return None
+            elif _FUNCTIONGEMMA_ESCAPE in raw:
+                return None
+            call = fastpath.parse_call(raw, parser.max_depth, unique_keys=True, delimiters=delimiters)
+            if call is None:
+                return None
+            brace = raw.find("{", len(tokens.TOOL_CALL_OPEN), _MAX_HEAD)
+            name = call_name(raw, brace) if brace >= 0 else None
+            out.append((j, end, j + brace + 1 if name is not None else -1, name, call, raw))
+            i = text_from = end
+            continue
+        if marker not in _THOUGHT_OPENERS:  # a stop marker, stray markup, an unlabelled channel
+            return None
+        out.append(ThinkingStart((j, found.end())))
+        i = found.end()
+        closer = in_thought.search(text, i)
+        if closer is None or closer.group() != tokens.CHANNEL_CLOSE:  # unclosed, or a marker inside
+            return None
+        k = closer.start()
+        if i < k:
+            out.append(ThinkingDelta(text[i:k], (i, k)))
+        out.append(ThinkingEnd((k, closer.end())))
+        i = text_from = closer.end()
+        if not strict and _bare_call_guessed(text, i):
+            return None
+    # feed() holds back a `<` that could still start a marker (flush reads it again, as a text of
+    # its own): not this path's
+    at = text.find("<", max(text_from, n - longest + 1))
+    while at != -1:
+        if text[at:] in text_prefixes:
+            return None
+        at = text.find("<", at + 1)
+    return _with_ids(out, parser._new_id)
+
+
+def _bare_call_guessed(text: str, i: int) -> bool:
+    """Whether the stream, not strict, guesses a bare call at text[i] (the output's start, or
+    right after a thought), or stays on guard to the end: whitespace, then `call:`, a prefix of
+    it at the end, or nothing."""
+    k = i
+    n = len(text)
+    while k < n and text[k] in _BLANKS:
+        k += 1
+    keyword = tokens.CALL_KEYWORD
+    return k == n or text.startswith(keyword, k) or keyword.startswith(text[k:])
+
+
+def _with_ids(out: list, new_id) -> list:
+    events: list = []
+    index = 0
+    for item in out:
+        if type(item) is not tuple:
+            events.append(item)
+            continue
+        start, end, head_end, name, call, raw = item
+        call_id = new_id()
+        if name is not None:
+            events.append(ToolCallStart(call_id, index, name, (start, head_end)))
+        events.append(ToolCallEnd(call_id, index, call.name, call.arguments, raw, [], False,
+                                  (head_end if head_end >= 0 else start, end)))
+        index += 1
+    return events
