@@ -149,15 +149,40 @@ def test_a_union_beside_a_closed_object_takes_its_other_option(a, bodies):
     assert not accepts(lark, "<|tool_call>call:f{x:{b:1}}<tool_call|>")  # in no option
 
 
-# options that share keys (`a`, `ab`), with scalar, constant and open members, closed or not
+# A constant (or an enum) that is an object or an array, beside a schema of the same shape: its
+# text was one literal lexeme (`{a:1}` beside `{`), which the lexer followed past the other's
+# `{`, `a` and `:`; found by a review of the change above. Each mark is a literal of its own now.
+@pytest.mark.parametrize("x, bodies", [
+    ({"anyOf": [{"const": {"a": 1}}, {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}]},
+     ["{a:1}", "{a:2}", "{a:12}"]),
+    ({"anyOf": [{"const": [1, 2]}, {"type": "array", "items": {"const": 1}}]}, ["[1,2]", "[1]", "[1,1]"]),
+    ({"anyOf": [{"const": [1, 2]}, {"type": "array", "items": {"enum": [1, 3]}}]}, ["[1,2]", "[1,3]"]),
+    ({"anyOf": [{"const": {"a": "s"}}, {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}]},
+     ["{a:" + _D + "s" + _D + "}", "{a:" + _D + "t" + _D + "}"]),
+    ({"type": "array", "items": {"anyOf": [{"enum": [{"a": 1}, [1]]}, {"type": "object"}, {"type": "array"}]}},
+     ["[{a:1},[1],{a:2},[2],{}]"]),
+])
+def test_a_constant_object_or_array_beside_its_shape_takes_both(x, bodies):
+    lark = lark_of([{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"x": x}, "required": ["x"]}}}])
+    for body in bodies:
+        assert accepts(lark, "<|tool_call>call:f{x:" + body + "}<tool_call|>"), body
+
+
+# options that share keys (`a`, `ab`), with scalar, constant and open members, closed or not, and
+# constants and enums that are objects or arrays
 _SHARED_KEYS = st.sampled_from(["a", "ab", "b"])
-_MEMBERS = st.one_of(leaf_schemas, st.just({}), compound(leaf_schemas))
+_CONSTANTS = st.recursive(st.integers(-20, 20) | st.sampled_from(["s", "a,b", True, None]),
+                          lambda c: st.lists(c, max_size=2) | st.dictionaries(_SHARED_KEYS, c, max_size=2), max_leaves=4)
+_MEMBERS = st.one_of(leaf_schemas, st.just({}), compound(leaf_schemas), _CONSTANTS.map(lambda v: {"const": v}))
 _OBJECTS = st.builds(_object, st.dictionaries(_SHARED_KEYS, _MEMBERS, min_size=1, max_size=3),
                      st.lists(st.booleans(), min_size=4, max_size=4), st.sampled_from(["absent", False, True]))
+_OPTIONS = _OBJECTS | _CONSTANTS.map(lambda v: {"const": v}) | st.lists(_CONSTANTS, min_size=1, max_size=3).map(
+    lambda v: {"enum": v}) | st.just({"type": "array"}) | st.just({"type": "object"})
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(options=st.lists(_OBJECTS, min_size=2, max_size=3), nested=st.booleans(), data=st.data())
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(options=st.lists(_OPTIONS, min_size=2, max_size=3), nested=st.booleans(), data=st.data())
 def test_every_option_of_a_union_of_objects_is_accepted(options, nested, data):
     union = {"anyOf": options}
     x = {"type": "array", "items": union} if nested else union

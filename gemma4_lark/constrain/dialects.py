@@ -592,13 +592,28 @@ def greedy_safe(grammar: Grammar, regular: frozenset[str]) -> tuple[frozenset[st
     # past a sibling at one point, and such lexemes meet after a lexeme their paths share
     folded = _folded_over(grammar, frozenset(regular - {grammar.start} - grammar.structure))
     split: frozenset[str] = frozenset()
-    automata = _Automata(grammar)
+    # the rules whose lexemes stand apart by construction (`Grammar.marks_apart`) are not
+    # checked, when the other rules enter them only through rules that open and close with a
+    # marker (a call block): to the rules around, each is then a marker
+    apart = grammar.marks_apart
+    entries = {t for name, body in grammar.rules.items() if name not in apart for t in refs(body) if t in apart}
+    if not all(_between_markers(grammar.rules[name]) for name in entries):
+        apart = frozenset()
+    checked = Grammar(grammar.start, {**grammar.rules, **{n: Special("") for n in apart if n != grammar.start}}) \
+        if apart else grammar
+    automata = _Automata(checked)
     verdicts: dict[tuple, bool] = {}
     while True:
-        unfold, more_split = _runs_past_siblings(_Lexemes(grammar, folded, split), automata, verdicts)
+        lexemes = _Lexemes(checked, folded - apart, split)
+        unfold, more_split = _runs_past_siblings(lexemes, automata, verdicts)
         if not unfold and not more_split:
             return folded, split
         folded, split = _folded_over(grammar, folded - unfold), split | more_split
+
+
+def _between_markers(e: Expr) -> bool:
+    """Whether `e` opens and closes with a special token."""
+    return isinstance(e, Seq) and isinstance(e.items[0], Special) and isinstance(e.items[-1], Special)
 
 
 def _folded_over(grammar: Grammar, folded: frozenset[str]) -> frozenset[str]:

@@ -80,6 +80,13 @@ class Grammar:
     # never one lexeme (docs/constrained-decoding.md#greedy-lexing). The declared tools' rules
     # name them; the format's own grammar names none.
     structure: frozenset[str] = frozenset()
+    # Rules whose lexemes stand apart by construction: each punctuation mark a lexeme of its own,
+    # every other lexeme a scalar (a number, a key, a constant) that contains no mark and that a
+    # mark or a marker follows, or a string's text between its delimiters. No lexeme of theirs
+    # can run past another's end, so a greedy-lexer printer need not check them (the check is
+    # above linear in an object's members). The declared tools' rules are such; the format's
+    # own are not.
+    marks_apart: frozenset[str] = frozenset()
 
 
 def seq(*items: Expr) -> Expr:

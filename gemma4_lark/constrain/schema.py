@@ -169,13 +169,35 @@ _WRITER = ValueWriter(number=python_number, key=key_bare_if_possible, sort_keys=
 
 
 def _text(text: str) -> ir.Expr:
-    """Rendered text as IR: the string delimiters as `Special`, the rest literal."""
+    """Rendered text as IR: the string delimiters as `Special`, the strings' texts literal, and
+    the structure around them as `_marks_apart` writes it."""
     parts: list[ir.Expr] = []
     for i, piece in enumerate(text.split(tokens.STRING_DELIMITER)):
         if i:
             parts.append(ir.Special(tokens.STRING_DELIMITER))
         if piece:
-            parts.append(ir.Literal(piece))
+            parts.append(ir.Literal(piece) if i % 2 else _marks_apart(piece))
+    return ir.seq(*parts) if parts else ir.Seq(())
+
+
+def _marks_apart(text: str) -> ir.Expr:
+    """Text outside strings as IR: each of the format's punctuation marks (`{ } [ ] , :`) a literal
+    of its own, the runs between them literals. So no literal of a tool's rules holds a mark
+    beside other text: a greedy lexer offered `{a:1}` (a constant) beside `{` (an object) would
+    follow the long literal and never come back (docs/constrained-decoding.md#greedy-lexing)."""
+    marks = _pieces().punctuation_chars
+    parts: list[ir.Expr] = []
+    run = ""
+    for char in text:
+        if char in marks:
+            if run:
+                parts.append(ir.Literal(run))
+                run = ""
+            parts.append(ir.Literal(char))
+        else:
+            run += char
+    if run:
+        parts.append(ir.Literal(run))
     return ir.seq(*parts) if parts else ir.Seq(())
 
 
@@ -883,19 +905,23 @@ def tool_call_rules(tools: Sequence[Tool], choice: ToolChoice, *, order: str = "
     if not tools:
         raise ValueError("no tools declared: a call block needs at least one")
     rules, arguments = argument_rules(tools, order=order)
-    calls = [ir.seq(ir.Literal(name), ir.Ref(rule)) for name, rule in arguments.items()]
-    rules["tool_call"] = ir.seq(ir.Special(_literal("TOOL_CALL_OPEN")), ir.Literal(_literal("CALL_KEYWORD")),
+    calls = [ir.seq(_marks_apart(name), ir.Ref(rule)) for name, rule in arguments.items()]
+    rules["tool_call"] = ir.seq(ir.Special(_literal("TOOL_CALL_OPEN")), _marks_apart(_literal("CALL_KEYWORD")),
                                 ir.choice(*calls), ir.Special(_literal("TOOL_CALL_CLOSE")))
     return grammar_of(rules, "tool_call")
 
 
 def grammar_of(rules: Mapping[str, ir.Expr], start: str) -> ir.Grammar:
-    """The grammar of the rules `start` uses, its `structure` named: the rules that write the
-    format's punctuation (`{ } [ ] , :`) themselves."""
+    """The grammar of the rules `start` uses, its `structure` named (the rules that write the
+    format's punctuation, `{ } [ ] , :`, themselves), and all of them `marks_apart`: each mark
+    is a literal of its own (`_marks_apart`), and every other literal a scalar, a key or a
+    string's text. tests/test_constrain_greedy.py checks that llguidance's greedy-lexer check
+    finds nothing to undo in them, over random schemas."""
     used = _reachable(rules, start)
     punctuation = _pieces().punctuation_chars
     return ir.Grammar(start, used, structure=frozenset(
-        name for name, body in used.items() if any(not punctuation.isdisjoint(text) for text in _literal_text(body))))
+        name for name, body in used.items() if any(not punctuation.isdisjoint(text) for text in _literal_text(body))),
+        marks_apart=frozenset(used))
 
 
 def _literal_text(expr: ir.Expr):

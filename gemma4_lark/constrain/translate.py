@@ -545,4 +545,5 @@ def with_call_block(g: Grammar, call_block: Grammar) -> Grammar:
     if clash:
         raise ValueError(f"rule names used twice: {', '.join(clash)}")
     kept.update(call_block.rules)
-    return Grammar(g.start, kept, structure=frozenset(n for n in g.structure | call_block.structure if n in kept))
+    return Grammar(g.start, kept, structure=frozenset(n for n in g.structure | call_block.structure if n in kept),
+                   marks_apart=frozenset(n for n in g.marks_apart | call_block.marks_apart if n in kept))
