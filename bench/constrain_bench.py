@@ -73,7 +73,7 @@ def main(argv=None) -> int:
     for n in (1, 10, 100):
         tools = read_tools([tool(i) for i in range(n)])
         choice = read_tool_choice("auto", tools)
-        build_s, grammar = timed(lambda: tool_call_rules(tools, choice), repeat)
+        build_s, grammar = timed(lambda: tool_call_rules(tools, choice, balanced=True), repeat)  # as grammar() builds it for llguidance
         print_s, text = timed(lambda: to_llguidance(grammar), repeat)
         compile_s, matcher = timed(lambda: llg.LLMatcher(TOKENIZER, text, log_level=0), repeat)
         assert not matcher.is_error(), matcher.get_error()

@@ -144,7 +144,7 @@ def main(argv=None) -> int:
             raw = make(n)
             tools = read_tools(raw)
             choice = read_tool_choice("auto", tools)
-            build_s, grammar = _best(lambda: tool_call_rules(tools, choice), args.repeat)
+            build_s, grammar = _best(lambda: tool_call_rules(tools, choice, balanced=True), args.repeat)  # as grammar() builds it for llguidance
             print_s, text = _best(lambda: to_llguidance(grammar), args.repeat)
             size = len(json.dumps(raw))
             row = (size, build_s + print_s, len(grammar.rules), len(text))

@@ -36,15 +36,16 @@ def _tools(properties, names=("f",)):
 
 
 def _same_with_and_without_the_skip(tools, scope):
-    try:
-        grammar = ir_grammar(scope=scope, tools=tools)
-    except (SchemaError, UnsafeContentError, ValueError):
-        assume(False)
-    assert grammar.marks_apart  # the tools' rules
-    regular = regular_rules(grammar)
-    skipped = greedy_safe(grammar, regular)
-    checked = greedy_safe(dataclasses.replace(grammar, marks_apart=frozenset()), regular)
-    assert checked == skipped
+    for balanced in (True, False):  # the members as llguidance gets them, and as a chain
+        try:
+            grammar = ir_grammar(scope=scope, tools=tools, balanced=balanced)
+        except (SchemaError, UnsafeContentError, ValueError):
+            assume(False)
+        assert grammar.marks_apart  # the tools' rules
+        regular = regular_rules(grammar)
+        skipped = greedy_safe(grammar, regular)
+        checked = greedy_safe(dataclasses.replace(grammar, marks_apart=frozenset()), regular)
+        assert checked == skipped
 
 
 _SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))

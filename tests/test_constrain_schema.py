@@ -20,6 +20,7 @@ D = '<|"|>'
 
 def lark_for(tools, tool_choice="auto", **options):
     tools = read_tools(tools)
+    options.setdefault("balanced", True)  # what grammar() gives llguidance
     return to_lark(tool_call_rules(tools, read_tool_choice(tool_choice, tools), **options))
 
 

@@ -32,7 +32,7 @@ def lark_of(tools):
     parsed = read_tools(tools)
     assert not_enforced(parsed) == []  # the strategies only make schemas the rules enforce whole
     try:
-        return to_lark(tool_call_rules(parsed, read_tool_choice("auto", parsed)))
+        return to_lark(tool_call_rules(parsed, read_tool_choice("auto", parsed), balanced=True))  # (what grammar() gives llguidance)
     except SchemaError as error:  # e.g. a required const holding a control token: no call can be written
         assume("no value can be written" not in str(error))
         raise

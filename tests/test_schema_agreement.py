@@ -87,7 +87,7 @@ def test_what_the_typed_grammar_accepts_the_validator_accepts(tools, seed):
     assume(_distinct_case(tools))
     parsed = read_tools(tools)
     try:
-        grammar = tool_call_rules(parsed, read_tool_choice("auto", parsed))
+        grammar = tool_call_rules(parsed, read_tool_choice("auto", parsed), balanced=True)
     except SchemaError:
         return  # no call satisfies the schema, as the error says (a family tested below)
     COUNTS["examples"] += 1
@@ -121,7 +121,7 @@ def test_the_property_ran_on_enough_examples():
 # --- one test per family ------------------------------------------------------------------------
 def _typed(tools):
     parsed = read_tools(tools)
-    return Matcher(to_llguidance(tool_call_rules(parsed, read_tool_choice("auto", parsed))))
+    return Matcher(to_llguidance(tool_call_rules(parsed, read_tool_choice("auto", parsed), balanced=True)))
 
 
 def _tool(parameters, name="t"):

@@ -33,11 +33,16 @@ def grammar(fmt: str, *, scope: str = "call", tools: Any = None, tool_choice: An
     Raises `ValueError` for an unknown format, scope or tool choice, and `gemma4_lark.tools`'
     `ShapeError` (a `ValueError`) for tools of the wrong shape.
     """
-    return PRINTERS[_format(fmt)](ir_grammar(scope=scope, tools=tools, tool_choice=tool_choice, thinking=thinking))
+    # llguidance's compiler recurses through rules: an object's members as a balanced tree there
+    return PRINTERS[_format(fmt)](ir_grammar(scope=scope, tools=tools, tool_choice=tool_choice, thinking=thinking,
+                                             balanced=fmt == "llguidance"))
 
 
-def ir_grammar(*, scope: str = "call", tools: Any = None, tool_choice: Any = "auto", thinking: bool = True) -> ir.Grammar:
-    """The engine-neutral grammar `grammar()` prints."""
+def ir_grammar(*, scope: str = "call", tools: Any = None, tool_choice: Any = "auto", thinking: bool = True,
+               balanced: bool = False) -> ir.Grammar:
+    """The engine-neutral grammar `grammar()` prints. `balanced`: each object's members as a
+    balanced tree of rules, log2(n) deep, not a chain of one rule per member (the same language;
+    what `grammar()` gives llguidance, whose compiler overflowed its stack on a long chain)."""
     from ..tools import read_tool_choice, read_tools
     from . import translate
 
@@ -53,7 +58,7 @@ def ir_grammar(*, scope: str = "call", tools: Any = None, tool_choice: Any = "au
     if tools is not None and choice.mode != "none":
         from .schema import tool_call_rules  # the declared tools' call blocks
 
-        call_block = tool_call_rules(declared, choice)
+        call_block = tool_call_rules(declared, choice, balanced=balanced)
     if scope == "call":
         if choice.mode == "none":
             raise ValueError("scope='call' with tool_choice='none' leaves nothing to generate")

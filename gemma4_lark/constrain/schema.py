@@ -287,10 +287,12 @@ def _size(schema: Any, most: int) -> int:
 class _ToolCompiler:
     """One tool's schema as rules named `tool_<index>_...`."""
 
-    def __init__(self, tool: Tool, index: int, order: str, rules: dict[str, ir.Expr], pieces: _Pieces):
+    def __init__(self, tool: Tool, index: int, order: str, rules: dict[str, ir.Expr], pieces: _Pieces,
+                 balanced: bool = False):
         self.tool = tool
         self.prefix = f"tool_{index}_"
         self.order = order
+        self.balanced = balanced
         self.rules = rules
         self.pieces = pieces
         self.count = 0
@@ -696,15 +698,18 @@ class _ToolCompiler:
         self.places[name] = where
         body = self.members(name, members, extra_member)
         if at_least_one and not any(is_required and key in at_least_one for key, is_required, _ in members):
-            body = self.at_least_one(name, members, at_least_one, where)
+            body = self.at_least_one(name, members, extra_member, at_least_one, where)
         self.rules[name] = ir.seq(p.lbrace, body, p.rbrace)
         return ir.Ref(name)
 
-    def at_least_one(self, name: str, members: list, keys: frozenset, where: str) -> ir.Expr:
+    def at_least_one(self, name: str, members: list, extra: ir.Expr | None, keys: frozenset, where: str) -> ir.Expr:
         """The members (no extra ones) with at least one of `keys` present. `need_j`: the
         members from j on while none of `keys` is written yet, so one of them must come: beside
         the chain `members` made (`from_j`, taken once one of them is written), a second one of
-        the same size: linear, where an option per key copying the object was quadratic."""
+        the same size: linear, where an option per key copying the object was quadratic.
+        (`balanced`: the same over the tree `members` made, `_MemberTree.build_need`.)"""
+        if self.balanced:
+            return self._at_least_one_balanced(name, members, extra, keys, where)
         p = self.pieces
         n = len(members)
         later_required = [False] * (n + 1)
@@ -730,6 +735,27 @@ class _ToolCompiler:
             self.rules[need[j]] = ir.choice(*options)
         return ir.Ref(need[0])
 
+    def _at_least_one_balanced(self, name: str, members: list, extra: ir.Expr | None, keys: frozenset,
+                               where: str) -> ir.Expr:
+        """`at_least_one` over the balanced tree: per range, `need` (one of `keys` among its
+        written members) and `none` (none of them) beside `part`. The members before the first
+        of `keys`, and that member, are written without extra members, as in the chain."""
+        bare = [member for _, _, member in members]
+        tree = _MemberTree(self.rules, self.pieces.comma, [is_required for _, is_required, _ in members])
+        parts = tree.build(f"{name}_part", self._written(members, extra))  # (the rules `members` made)
+        nones = tree.build(f"{name}_none", [None if key in keys else bare[j] for j, (key, _, _) in enumerate(members)])
+        needs = tree.build_need(f"{name}_need", [bare[j] if key in keys else None for j, (key, _, _) in enumerate(members)],
+                                nones, parts)
+        root = needs.get((0, len(members)))
+        if root is None:
+            raise _NoValue(f"tool {self.tool.name!r}: {where}: none of the arguments one of which is required can be written")
+        return root
+
+    def _written(self, members: list, extra: ir.Expr | None) -> list:
+        """Each member as written, with the extra members that may follow it."""
+        extras = [ir.Repeat(ir.seq(self.pieces.comma, extra))] if extra is not None else []
+        return [ir.seq(member, *extras) for _, _, member in members]
+
     def members(self, name: str, members: list, extra: ir.Expr | None) -> ir.Expr:
         """An object's members in their fixed order, each optional one present or skipped.
         `from_j`: the members from j on, the first of them being j or a later one (j may be
@@ -743,6 +769,10 @@ class _ToolCompiler:
         p = self.pieces
         n = len(members)
         extras = [ir.Repeat(ir.seq(p.comma, extra))] if extra is not None else []
+        if self.balanced:
+            tree = _MemberTree(self.rules, p.comma, [is_required for _, is_required, _ in members])
+            root = tree.build(f"{name}_part", self._written(members, extra)).get((0, n))
+            return self._object_body(root, any(is_required for _, is_required, _ in members), extra, extras)
         later_required = [False] * (n + 1)
         for j in range(n - 1, -1, -1):
             later_required[j] = later_required[j + 1] or members[j][1]
@@ -758,14 +788,19 @@ class _ToolCompiler:
             if is_required and not later_required[j + 1]:
                 go_on = ir.seq(written, ir.Repeat(ir.seq(p.comma, ir.Ref(names[j + 1])), 0, 1))
             self.rules[names[j]] = go_on if later_required[j + 1] or is_required else ir.choice(written, go_on)
-        options: list[ir.Expr] = [ir.Ref(names[0])] if n else []
+        return self._object_body(ir.Ref(names[0]) if n else None, later_required[0], extra, extras)
+
+    def _object_body(self, members: ir.Expr | None, required: bool, extra: ir.Expr | None, extras: list) -> ir.Expr:
+        """Between the braces: the members (`members`: their rule, None when there are none), or
+        extra members first and then them; empty when nothing is `required`."""
+        options: list[ir.Expr] = [members] if members is not None else []
         if extra is not None:
-            after = ir.seq(p.comma, ir.Ref(names[0])) if n else None
-            options.append(ir.seq(extra, *extras, *([after if later_required[0] else ir.Repeat(after, 0, 1)] if after else [])))
+            after = ir.seq(self.pieces.comma, members) if members is not None else None
+            options.append(ir.seq(extra, *extras, *([after if required else ir.Repeat(after, 0, 1)] if after else [])))
         if not options:
             return ir.Seq(())
         body = ir.choice(*options)
-        return body if later_required[0] else ir.Repeat(body, 0, 1)
+        return body if required else ir.Repeat(body, 0, 1)
 
     def as_rule(self, expr: ir.Expr) -> ir.Expr:
         """`expr` as a reference: a value after a key is a rule of its own, so that no piece of
@@ -808,14 +843,17 @@ class _ToolCompiler:
         return base
 
 
-def argument_rules(tools: Sequence[Tool], *, order: str = "sorted") -> tuple[dict[str, ir.Expr], dict[str, str]]:
+def argument_rules(tools: Sequence[Tool], *, order: str = "sorted",
+                   balanced: bool = False) -> tuple[dict[str, ir.Expr], dict[str, str]]:
     """The rules for every tool's arguments: (rules, {tool name: its arguments rule}). The shared
-    lexical rules (`tool_string`, `tool_key`, ...) are included."""
-    rules, names, _ = _compile(tools, order)
+    lexical rules (`tool_string`, `tool_key`, ...) are included. `balanced`: an object's members
+    as a balanced tree of rules (`_MemberTree`), not a chain of one rule per member."""
+    rules, names, _ = _compile(tools, order, balanced)
     return rules, names
 
 
-def _compile(tools: Sequence[Tool], order: str) -> tuple[dict[str, ir.Expr], dict[str, str], list[str]]:
+def _compile(tools: Sequence[Tool], order: str,
+             balanced: bool = False) -> tuple[dict[str, ir.Expr], dict[str, str], list[str]]:
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, not {order!r}")
     pieces = _pieces()
@@ -827,7 +865,7 @@ def _compile(tools: Sequence[Tool], order: str) -> tuple[dict[str, ir.Expr], dic
     for index, tool in enumerate(tools):
         if not name_pattern.fullmatch(tool.name):
             raise SchemaError(f"tool {tool.name!r}: the format cannot write this name (the grammar's NAME)")
-        compiler = _ToolCompiler(tool, index, order, rules, pieces)
+        compiler = _ToolCompiler(tool, index, order, rules, pieces, balanced)
         names[tool.name] = compiler.arguments()
         notes.extend(compiler.notes)
         places.update((rule, (tool.name, where)) for rule, where in compiler.places.items())
@@ -889,7 +927,8 @@ def _prune(rules: Mapping[str, ir.Expr], productive: set[str]) -> dict[str, ir.E
     return {name: prune(body) for name, body in rules.items() if name in productive}
 
 
-def tool_call_rules(tools: Sequence[Tool], choice: ToolChoice, *, order: str = "sorted") -> ir.Grammar:
+def tool_call_rules(tools: Sequence[Tool], choice: ToolChoice, *, order: str = "sorted",
+                    balanced: bool = False) -> ir.Grammar:
     """One call block `<|tool_call>call:NAME{...}<tool_call|>` of a declared tool (the named one
     under a function `tool_choice`), its arguments following the tool's schema (see the module's
     documentation for what that enforces). Start rule `tool_call`; every rule is named `tool_...`.
@@ -904,11 +943,95 @@ def tool_call_rules(tools: Sequence[Tool], choice: ToolChoice, *, order: str = "
             raise ValueError(f"tool_choice names {choice.name!r}, which is not a declared tool")
     if not tools:
         raise ValueError("no tools declared: a call block needs at least one")
-    rules, arguments = argument_rules(tools, order=order)
+    rules, arguments = argument_rules(tools, order=order, balanced=balanced)
     calls = [ir.seq(_marks_apart(name), ir.Ref(rule)) for name, rule in arguments.items()]
     rules["tool_call"] = ir.seq(ir.Special(_literal("TOOL_CALL_OPEN")), _marks_apart(_literal("CALL_KEYWORD")),
                                 ir.choice(*calls), ir.Special(_literal("TOOL_CALL_CLOSE")))
     return grammar_of(rules, "tool_call")
+
+
+class _MemberTree:
+    """An object's members (in order, each required or not) as a balanced tree of rules over
+    their index ranges, for an engine whose compiler recurses through rules: llguidance's
+    overflowed its stack (a segfault) on the chain of one rule per member at about 2,700
+    members, 1,024 on a thread of 2 MB. `build` gives, per range, the rule of its members
+    written: at least one, every required one, in order, separated by commas, from the leaves'
+    expressions (None: that member cannot be written there). A node joins its halves: both
+    when both hold a required member, else each optional as the other allows. Each node is one
+    rule (a leaf is its expression), so the rules are linear in the members and nest log2(n)
+    deep; none starts with a comma. A left half is followed by a comma and may end in one and a
+    member: a printer must not make it one lexeme (the llguidance printer never folds
+    structure, `ir.Grammar.structure`; llguidance's own GBNF reader would, which is why the
+    GBNF export keeps the chain)."""
+
+    def __init__(self, rules: dict, comma: ir.Expr, required: list):
+        self.rules, self.comma, self.required = rules, comma, required
+        self.any_required: dict = {}
+        self.ranges = self._ranges()
+
+    def _ranges(self) -> list:
+        """Every inner range (lo, mid, hi) of the tree, children before parents."""
+        out: list = []
+        stack = [(0, len(self.required), False)]
+        while stack:
+            lo, hi, done = stack.pop()
+            if hi - lo < 2:
+                self.any_required[(lo, hi)] = hi > lo and self.required[lo]
+                continue
+            mid = (lo + hi) // 2
+            if done:
+                self.any_required[(lo, hi)] = self.any_required[(lo, mid)] or self.any_required[(mid, hi)]
+                out.append((lo, mid, hi))
+            else:
+                stack += [(lo, hi, True), (mid, hi, False), (lo, mid, False)]
+        return out
+
+    def build(self, prefix: str, leaves: list) -> dict:
+        """Every range's expression (a rule reference, or a leaf's), or None where the range
+        cannot be written as it must: the whole's is at `(0, n)`."""
+        found: dict = {(j, j + 1): leaf for j, leaf in enumerate(leaves)}
+        for number, (lo, mid, hi) in enumerate(self.ranges):
+            found[(lo, hi)] = self._rule(f"{prefix}{number}", self._join(
+                found[(lo, mid)], self.any_required[(lo, mid)], found[(mid, hi)], self.any_required[(mid, hi)]))
+        return found
+
+    def build_need(self, prefix: str, leaves: list, nones: dict, parts: dict) -> dict:
+        """`build` for ranges that must hold one of some members (`leaves`: those members, None
+        elsewhere): the first of them in one half, the members before it as `nones` has them
+        (`build` of the other members), the members after it as `parts` has them."""
+        found: dict = {(j, j + 1): leaf for j, leaf in enumerate(leaves)}
+        for number, (lo, mid, hi) in enumerate(self.ranges):
+            left_required, right_required = self.any_required[(lo, mid)], self.any_required[(mid, hi)]
+            options = []
+            if found[(lo, mid)] is not None:  # the first of them on the left, then the right half
+                options.append(self._join(found[(lo, mid)], True, parts[(mid, hi)], right_required))
+            if found[(mid, hi)] is not None:  # none of them on the left
+                options.append(self._join(nones[(lo, mid)], left_required, found[(mid, hi)], True))
+            options = [option for option in options if option is not None]
+            found[(lo, hi)] = self._rule(f"{prefix}{number}", ir.choice(*options) if options else None)
+        return found
+
+    def _rule(self, name: str, expr):
+        if expr is None:
+            return None
+        self.rules[name] = expr
+        return ir.Ref(name)
+
+    def _join(self, left, left_required: bool, right, right_required: bool):
+        """Two adjacent ranges written (at least one member, every required one), from each
+        one's expression (None: nothing of it can be written)."""
+        comma = self.comma
+        if left is None:
+            return None if left_required else right
+        if right is None:
+            return None if right_required else left
+        if left_required and right_required:
+            return ir.seq(left, comma, right)
+        if left_required:
+            return ir.seq(left, ir.Repeat(ir.seq(comma, right), 0, 1))
+        if right_required:
+            return ir.seq(ir.Repeat(ir.seq(left, comma), 0, 1), right)
+        return ir.choice(ir.seq(left, ir.Repeat(ir.seq(comma, right), 0, 1)), right)
 
 
 def grammar_of(rules: Mapping[str, ir.Expr], start: str) -> ir.Grammar:
