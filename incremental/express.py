@@ -5,10 +5,11 @@ between chunks. A whole output of the usual shape (text, labelled thoughts, call
 path takes) needs none of that: a regex of the markers finds them, the block-rest pattern finds
 each block's end, and the fast path decodes it. `events(parser, text)` gives the events that
 `parser` (new) gives for `text` fed whole and flushed, or None when the output is not of that
-shape, and then the parser reads it.
+shape, and then the parser reads it. (A stop marker in text is an event, and text goes on, as
+in the stream.)
 
 Accept-only, like gemma4_lark.fastpath: whatever it does not take (declared tools, a tool_choice,
-a stop marker, stray markup, an unlabelled channel, an unclosed thought or block, a call inside a
+stray markup, an unlabelled channel, an unclosed thought or block, a call inside a
 thought, a bare call the stream would guess, a block the fast path leaves to LALR, FunctionGemma's
 `<escape>`, a block past `max_block_chars`, a marker's prefix at the end) goes to StreamParser,
 so every result it gives is StreamParser's. Its pieces are StreamParser's own: the scan table's
@@ -24,11 +25,11 @@ import functools
 import re
 
 from gemma4_lark import fastpath, marker_search, tokens
-from gemma4_lark.events import Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallStart
+from gemma4_lark.events import Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallStart
 
 from .parser import (
-    _FUNCTIONGEMMA_ESCAPE, _MAX_HEAD, _TEXT, _THINKING, _THOUGHT_OPENERS, StreamParser, _block_rest, _block_rest_end,
-    _scan_table, call_name,
+    _FUNCTIONGEMMA_ESCAPE, _MAX_HEAD, _STOPS, _TEXT, _THINKING, _THOUGHT_OPENERS, StreamParser, _block_rest,
+    _block_rest_end, _scan_table, call_name,
 )
 
 _BLANKS = " \t\r\n"
@@ -52,6 +53,15 @@ def _patterns(strict: bool):
 def events(parser: StreamParser, text: str) -> list | None:
     """The events of `text` read whole by `parser` (a new parser, nothing fed yet), or None when
     the output is not one this path takes. Asks `parser` for call ids only when it takes it."""
+    try:
+        out = _read(parser, text)
+    except Exception:  # noqa: BLE001 - an option of a shape it does not expect (`max_depth=None`):
+        return None    # the stream reads the output, and says what it says of it
+    return _with_ids(out, parser._new_id) if out is not None else None
+
+
+def _read(parser: StreamParser, text: str) -> list | None:
+    """The output's events, a tuple standing for each call (its events need an id), or None."""
     if (parser._registry is not None or parser._choice.mode != "auto" or not parser.parse_thinking
             or parser._state is not _TEXT or parser._marks is not None or parser._pos or parser._finished):
         return None
@@ -92,7 +102,11 @@ def events(parser: StreamParser, text: str) -> list | None:
             out.append((j, end, j + brace + 1 if name is not None else -1, name, call, raw))
             i = text_from = end
             continue
-        if marker not in _THOUGHT_OPENERS:  # a stop marker, stray markup, an unlabelled channel
+        if marker in _STOPS:  # what the stream does: the marker is an event, and text goes on
+            out.append(Stop(marker, (j, found.end())))
+            i = text_from = found.end()
+            continue
+        if marker not in _THOUGHT_OPENERS:  # stray markup, an unlabelled channel
             return None
         out.append(ThinkingStart((j, found.end())))
         i = found.end()
@@ -113,7 +127,7 @@ def events(parser: StreamParser, text: str) -> list | None:
         if text[at:] in text_prefixes:
             return None
         at = text.find("<", at + 1)
-    return _with_ids(out, parser._new_id)
+    return out
 
 
 def _bare_call_guessed(text: str, i: int) -> bool:
@@ -125,7 +139,7 @@ def _bare_call_guessed(text: str, i: int) -> bool:
     while k < n and text[k] in _BLANKS:
         k += 1
     keyword = tokens.CALL_KEYWORD
-    return k == n or text.startswith(keyword, k) or keyword.startswith(text[k:])
+    return k == n or text.startswith(keyword, k) or n - k < len(keyword) and keyword.startswith(text[k:])
 
 
 def _with_ids(out: list, new_id) -> list:

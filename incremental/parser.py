@@ -626,7 +626,7 @@ class StreamParser:
                     i += len(label)
                     self._label_due = False
                     continue
-                if not final and label.startswith(data[i:]):  # could still become the label
+                if not final and n - i < len(label) and label.startswith(data[i:]):  # could still become the label
                     self._pending = data[i:]
                     self._pos = base + i
                     return
@@ -751,7 +751,8 @@ class StreamParser:
         keyword = tokens.CALL_KEYWORD
         n = len(data)
         if not data.startswith(keyword, k):
-            return "hold" if not final and keyword.startswith(data[k:]) else None
+            # (only a rest shorter than the keyword can be its start: no copy of a long rest)
+            return "hold" if not final and n - k < len(keyword) and keyword.startswith(data[k:]) else None
         limit = min(n, k + _MAX_HEAD)
         found = _BARE_HEAD_END.search(data, k + len(keyword), limit)
         if found is None:

@@ -17,6 +17,7 @@ from gemma4_incremental import StreamParser, express, parse_output
 from gemma4_incremental.output import collect
 from gemma4_lark import fuzz, tokens
 from gemma4_lark.possessive import POSSESSIVE
+from timing import Guard, guard_tests
 
 D = tokens.STRING_DELIMITER
 CALL = "<|tool_call>call:get_weather{location:" + D + "Tokyo, JP" + D + ",days:3,tags:[" + D + "a" + D + "]}<tool_call|>"
@@ -67,6 +68,10 @@ USUAL = [
     "Text " + CALL + " more text " + CALL + " end",
     "<|tool_call>call:write{path:" + D + "a.py" + D + ",content:" + D + ("x = 1 < 2\n" * 3000) + D + "}<tool_call|>",
     "<|channel>thought\n" + "a <|\"|> b" + "<channel|>Done.",
+    "answer<turn|>",                                                     # stop markers in text
+    THOUGHT + CALL + "<eos>",
+    CALL + "<|tool_response>",
+    "a<turn|>b<eos>",
 ]
 
 
@@ -86,9 +91,7 @@ LEFT = [
     "<|channel>stray" + "<channel|>",                                    # an unlabelled channel
     "text <channel|> more",                                              # stray markup
     "text <tool_call|> more",
-    "answer<turn|>",                                                     # a stop marker
-    "answer<eos>",
-    CALL + "<|tool_response>",
+    "<|channel>thought\nx<turn|>",                                      # a stop marker in a thought
     "<|tool_call>call:f{a:1,a:2}<tool_call|>",                           # a repeated key: LALR reports it
     "<|tool_call>call:f{a:.5}<tool_call|>",                              # not JSON's: LALR decides
     "<|tool_call>call:f{a:1}",                                           # unclosed
@@ -104,6 +107,14 @@ def test_it_leaves_the_rest_to_the_stream(text):
     assert _express(text) is None
     parsed = parse_output(text, id_factory=_counter()[0])
     assert parsed.events == _streamed(text)
+
+
+def test_an_option_of_an_unexpected_shape_is_the_streams_to_judge():
+    """`max_depth=None` made the fast path raise; the stream turns a decoder's failure into a
+    tool_call_error (`internal`), and parse_output does the same."""
+    for options in ({"max_depth": None},):
+        new_id, _ = _counter()
+        assert parse_output(CALL, id_factory=new_id, **options).events == _streamed(CALL, **options)
 
 
 def test_options_it_does_not_serve():
@@ -158,3 +169,26 @@ def test_parse_output_is_the_streams_on_both_paths():
         new_id, _ = _counter()
         parsed = parse_output(text, id_factory=new_id)
         assert parsed == collect(_streamed(text)), text
+
+
+# --- linear in every shape ------------------------------------------------------------------
+# A thought before each call: the stream's guess of a bare call after a thought copied the rest
+# of the output each time (both paths), quadratic in the thoughts; unlabelled channels likewise.
+def _parse(text):
+    parse_output(text)
+
+
+def _stream_whole(text):
+    parser = StreamParser()
+    parser.feed(text)
+    parser.flush()
+
+
+_PROSE = "x" * 2000  # long text after each thought: what was copied again at each
+_GUARDS = [
+    Guard("parse_output, a thought before each call", _parse, lambda n: (THOUGHT + _PROSE + CALL) * n, 4, 2048),
+    Guard("stream, a thought before each call", _stream_whole, lambda n: (THOUGHT + _PROSE + CALL) * n, 4, 2048),
+    Guard("stream, unlabelled channels", _stream_whole, lambda n: ("<|channel>x<channel|>" + _PROSE) * n, 4, 2048),
+    Guard("parse_output, text and stops", _parse, lambda n: ("a <b> c" + CALL + "<turn|>") * n, 8, 4096),
+]
+test_time_grows_linearly, test_each_guard_can_fail = guard_tests(_GUARDS, twins=_GUARDS[:1])
