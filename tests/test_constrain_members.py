@@ -21,6 +21,7 @@ pytest.importorskip("llguidance")
 
 from constrain_llg import accepts  # noqa: E402
 
+from gemma4_lark import constrain  # noqa: E402
 from gemma4_lark.constrain.dialects import refs, to_llguidance  # noqa: E402
 from gemma4_lark.constrain.schema import SchemaError, tool_call_rules  # noqa: E402
 from gemma4_lark.tools import read_tool_choice, read_tools  # noqa: E402
@@ -131,3 +132,26 @@ def test_llguidance_compiles_thousands_of_members_on_a_small_stack():
     done = subprocess.run([sys.executable, "-c", script, str(Path(__file__).parent)], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "compiled", (done.returncode, done.stdout, done.stderr[-500:])
+
+
+# An array's positions (`prefixItems`): the optional ones nested one inside the other in a
+# single expression (`a (, b (, c)?)?`), n deep: llguidance refused 30 levels ("too deeply
+# nested"), and the printers raised RecursionError at a few hundred. Now a balanced tree too.
+@pytest.mark.parametrize("m", [1, 2, 5, 40, 300])
+@pytest.mark.parametrize("low", [0, 1, 3])
+@pytest.mark.parametrize("tail", [False, True])
+def test_a_tuple_takes_its_prefixes_and_nothing_else(m, low, tail):
+    schema = {"type": "array", "prefixItems": [{"type": "integer"}] * m, "minItems": low,
+              "items": {"type": "string"} if tail else False}
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"t": schema}, "required": ["t"]}}}]
+    try:
+        lark = constrain.grammar("llguidance", tools=tools)
+    except SchemaError:
+        assert low > m and not tail  # more items than the schema allows
+        return
+    for k in sorted({0, 1, 2, low - 1, low, low + 1, m - 1, m, m + 1, m + 2} - {-1}):
+        items = [str(i) for i in range(min(k, m))] + [D + "s" + D] * max(0, k - m)
+        valid = k >= low and (k <= m or tail)
+        assert accepts(lark, "<|tool_call>call:f{t:[" + ",".join(items) + "]}<tool_call|>") == valid, (k, valid)
+    assert not accepts(lark, "<|tool_call>call:f{t:[" + D + "s" + D + "]}<tool_call|>")  # a string where an integer is

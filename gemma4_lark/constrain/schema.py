@@ -635,13 +635,44 @@ class _ToolCompiler:
             # no repetition of nothing (`x{0}`): engines refuse a range that ends at 0
             body: ir.Expr = tail if more == 0 else ir.seq(tail, ir.Repeat(ir.seq(p.comma, tail), max(0, more_low - 1), more))
         else:
-            body = head[m - 1]
+            last = head[m - 1]
             if tail is not None and (more_high is None or more_high > 0):
-                body = ir.seq(body, ir.Repeat(ir.seq(p.comma, tail), more_low, more_high))
-            for i in range(m - 2, -1, -1):
-                after = ir.seq(p.comma, body)
-                body = ir.seq(head[i], after if i + 1 < low else ir.Repeat(after, 0, 1))
+                last = ir.seq(last, ir.Repeat(ir.seq(p.comma, tail), more_low, more_high))
+            items = head[:m - 1] + [last]
+            written = min(low, m)  # the positions always written; after them, any prefix of the rest
+            body = ir.seq(*_commas(items[:written], p.comma)) if written else None
+            if written < m:
+                rest = self._prefixes(items[written:])
+                body = rest if body is None else ir.seq(body, ir.Repeat(ir.seq(p.comma, rest), 0, 1))
         self.rules[name] = ir.seq(p.lbracket, body if low > 0 else ir.Repeat(body, 0, 1), p.rbracket)
+        return ir.Ref(name)
+
+    def _prefixes(self, items: list) -> ir.Expr:
+        """The non-empty prefixes of `items`, comma-separated, as a balanced tree of rules: a
+        range's prefixes are its left half's, or its left half whole and then its right half's.
+        log2(n) deep, where the nested optional tail `a (, b (, c)?)?` nested n deep in one
+        expression: llguidance refused 30 levels, and the printers recursed past Python's limit at
+        a few hundred."""
+        comma = self.pieces.comma
+        whole: dict = {(j, j + 1): item for j, item in enumerate(items)}
+        prefix: dict = dict(whole)
+        stack = [(0, len(items), False)]
+        while stack:
+            lo, hi, done = stack.pop()
+            if hi - lo < 2:
+                continue
+            mid = (lo + hi) // 2
+            if not done:
+                stack += [(lo, hi, True), (mid, hi, False), (lo, mid, False)]
+                continue
+            whole[(lo, hi)] = self._rule_for("items", ir.seq(whole[(lo, mid)], comma, whole[(mid, hi)]))
+            prefix[(lo, hi)] = self._rule_for("prefix", ir.choice(prefix[(lo, mid)], ir.seq(whole[(lo, mid)], comma,
+                                                                                          prefix[(mid, hi)])))
+        return prefix[(0, len(items))]
+
+    def _rule_for(self, label: str, expr: ir.Expr) -> ir.Expr:
+        name = self.new_rule(label)
+        self.rules[name] = expr
         return ir.Ref(name)
 
     # --- objects ----------------------------------------------------------------------------
@@ -948,6 +979,16 @@ def tool_call_rules(tools: Sequence[Tool], choice: ToolChoice, *, order: str = "
     rules["tool_call"] = ir.seq(ir.Special(_literal("TOOL_CALL_OPEN")), _marks_apart(_literal("CALL_KEYWORD")),
                                 ir.choice(*calls), ir.Special(_literal("TOOL_CALL_CLOSE")))
     return grammar_of(rules, "tool_call")
+
+
+def _commas(items: list, comma: ir.Expr) -> list:
+    """`items` with a comma between each two."""
+    out: list = []
+    for item in items:
+        if out:
+            out.append(comma)
+        out.append(item)
+    return out
 
 
 class _MemberTree:
