@@ -613,7 +613,7 @@ def greedy_safe(grammar: Grammar, regular: frozenset[str]) -> tuple[frozenset[st
 
 def _between_markers(e: Expr) -> bool:
     """Whether `e` opens and closes with a special token."""
-    return isinstance(e, Seq) and isinstance(e.items[0], Special) and isinstance(e.items[-1], Special)
+    return isinstance(e, Seq) and bool(e.items) and isinstance(e.items[0], Special) and isinstance(e.items[-1], Special)
 
 
 def _folded_over(grammar: Grammar, folded: frozenset[str]) -> frozenset[str]:

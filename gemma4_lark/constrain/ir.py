@@ -77,7 +77,7 @@ class Grammar:
     rules: Mapping[str, Expr] = field(default_factory=dict)
     # Rules that spell the structure of a value (an object's or an array's punctuation, a
     # member's colon): a printer for an engine whose lexer is greedy keeps each of them a rule,
-    # never one lexeme (docs/constrained-decoding.md#greedy-lexing). The declared tools' rules
+    # never one lexeme (docs/constrained-decoding.md, How they are made). The declared tools' rules
     # name them; the format's own grammar names none.
     structure: frozenset[str] = frozenset()
     # Rules whose lexemes stand apart by construction: each punctuation mark a lexeme of its own,

@@ -184,7 +184,7 @@ def _marks_apart(text: str) -> ir.Expr:
     """Text outside strings as IR: each of the format's punctuation marks (`{ } [ ] , :`) a literal
     of its own, the runs between them literals. So no literal of a tool's rules holds a mark
     beside other text: a greedy lexer offered `{a:1}` (a constant) beside `{` (an object) would
-    follow the long literal and never come back (docs/constrained-decoding.md#greedy-lexing)."""
+    follow the long literal and never come back (docs/constrained-decoding.md, How they are made)."""
     marks = _pieces().punctuation_chars
     parts: list[ir.Expr] = []
     run = ""
