@@ -271,6 +271,43 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
+def _shared(mine: list, theirs: list) -> list:
+    """The values of `mine` that `_same` finds in `theirs`, in `mine`'s order. Linear: each value
+    is looked up by a hashable form of its `_same` class (`_same_key`); a value that has none (a
+    NaN in it) is compared with each of `theirs`. (Two enums of 32,000 values compared pairwise
+    took 87 s.)"""
+    keys = {key for key in map(_same_key, theirs) if key is not None}
+    out = []
+    for v in mine:
+        key = _same_key(v)
+        if key in keys if key is not None else any(_same(v, w) for w in theirs):
+            out.append(v)
+    return out
+
+
+def _same_key(value: Any):
+    """A hashable form of `value` equal for the values `_same` finds equal: its JSON kind at the
+    top (numbers one kind), then Python's `==` within (1 is 1.0, and nested True is 1); None for
+    a value holding a NaN (never equal, and a set would find it by identity) or nested past
+    Python's recursion limit."""
+    kind = _json_kind(value)
+    try:
+        return ("number" if kind in ("integer", "number") else kind, _hashable(value))
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def _hashable(value: Any):
+    if isinstance(value, float) and value != value:
+        raise ValueError("NaN")
+    if isinstance(value, list):
+        return ("list", tuple(_hashable(v) for v in value))
+    if isinstance(value, Mapping):
+        return ("object", frozenset((k, _hashable(v)) for k, v in value.items()))
+    hash(value)  # (anything else unhashable: TypeError, and the caller compares instead)
+    return value
+
+
 def _size(schema: Any, most: int) -> int:
     """How many nodes `schema` has, counted up to `most` + 1."""
     count, stack = 0, [schema]
@@ -467,7 +504,7 @@ class _ToolCompiler:
             elif key == "required" and isinstance(mine, list) and isinstance(value, list):
                 out[key] = list(dict.fromkeys(mine + value))
             elif key == "enum" and isinstance(mine, list) and isinstance(value, list):
-                out[key] = [v for v in mine if any(_same(v, w) for w in value)]
+                out[key] = _shared(mine, value)
                 if not out[key]:
                     raise _NoValue(f"tool {self.tool.name!r}: {where}: the enums share no value")
             elif key == "const":
