@@ -24,16 +24,13 @@ from __future__ import annotations
 import functools
 import re
 
-from gemma4_lark import fastpath, marker_search, tokens
+from gemma4_lark import fastpath, tokens
 from gemma4_lark.events import Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallStart
 
 from .parser import (
-    _FUNCTIONGEMMA_ESCAPE, _MAX_HEAD, _STOPS, _TEXT, _THINKING, _THOUGHT_OPENERS, StreamParser, _block_rest,
-    _block_rest_end, _scan_table, call_name,
+    _BLANKS, _MAX_HEAD, _STOPS, _TEXT, _THINKING, _THOUGHT_OPENERS, StreamParser, _block_rest, _block_rest_end,
+    _escape_outside_strings, _scan_table, call_name,
 )
-
-_BLANKS = " \t\r\n"
-
 
 @functools.lru_cache(maxsize=2)
 def _patterns(strict: bool):
@@ -88,12 +85,10 @@ def _read(parser: StreamParser, text: str) -> list | None:
             if end == -1 or end - j > parser.max_block_chars:
                 return None
             raw = text[j:end]
+            if _escape_outside_strings(raw, None):  # (anywhere: the decoders' report is the stream's)
+                return None
             if delimiters is not None:  # (found on the way, by memchr: a long block)
                 delimiters = [at - j for at in delimiters]
-                if marker_search.find(raw, _FUNCTIONGEMMA_ESCAPE) != -1:
-                    return None
-            elif _FUNCTIONGEMMA_ESCAPE in raw:
-                return None
             call = fastpath.parse_call(raw, parser.max_depth, unique_keys=True, delimiters=delimiters)
             if call is None:
                 return None
@@ -132,14 +127,13 @@ def _read(parser: StreamParser, text: str) -> list | None:
 
 def _bare_call_guessed(text: str, i: int) -> bool:
     """Whether the stream, not strict, guesses a bare call at text[i] (the output's start, or
-    right after a thought), or stays on guard to the end: whitespace, then `call:`, a prefix of
-    it at the end, or nothing."""
+    right after a thought), or holds the text back to tell, or stays on guard to the end (only
+    whitespace is left): what its scan does there, with its own head decision."""
     k = i
     n = len(text)
     while k < n and text[k] in _BLANKS:
         k += 1
-    keyword = tokens.CALL_KEYWORD
-    return k == n or text.startswith(keyword, k) or n - k < len(keyword) and keyword.startswith(text[k:])
+    return k == n or StreamParser._bare_head(text, k, False) is not None
 
 
 def _with_ids(out: list, new_id) -> list:

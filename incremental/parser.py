@@ -668,11 +668,7 @@ class StreamParser:
                 if (self._state is _CALL and marks is None and n - i >= _BLOCK_JUMP_MIN and not self._oversized
                         and jump_tried != self._block_start and self._block_rest is not None):
                     jump_tried = self._block_start  # once per block and chunk: linear
-                    if n - i < marker_search.SHORT:  # (what _block_rest_end does there, inlined)
-                        rest = self._block_rest.match(data, i)
-                        rest, delimiters = (rest.end() if rest is not None else -1), None
-                    else:
-                        rest, delimiters = _block_rest_end(self._block_rest, self.strict, data, i)
+                    rest, delimiters = _block_rest_end(self._block_rest, self.strict, data, i)
                     if rest != -1 and self._block_size + rest - i <= self.max_block_chars:
                         if (self._block_size == len(tokens.TOOL_CALL_OPEN)
                                 and data.startswith(tokens.TOOL_CALL_OPEN, i - self._block_size, i)):
@@ -1144,10 +1140,10 @@ class StreamParser:
 def call_name(head: str, brace: int) -> str | None:
     """The NAME of `<|tool_call>call:NAME{`, given the block's first characters `head` and where
     its first `{` is (within its first _MAX_HEAD characters); None when that is no call's head."""
-    words = head[len(tokens.TOOL_CALL_OPEN): brace].strip(" \t\r\n")
+    words = head[len(tokens.TOOL_CALL_OPEN): brace].strip(_BLANKS)
     if not words.startswith(tokens.CALL_KEYWORD):
         return None
-    name = words[len(tokens.CALL_KEYWORD):].strip(" \t\r\n")
+    name = words[len(tokens.CALL_KEYWORD):].strip(_BLANKS)
     return name if terminal_pattern("NAME").fullmatch(name) else None
 
 
