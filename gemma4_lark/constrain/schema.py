@@ -693,15 +693,7 @@ class _ToolCompiler:
         comma = self.pieces.comma
         whole: dict = {(j, j + 1): item for j, item in enumerate(items)}
         prefix: dict = dict(whole)
-        stack = [(0, len(items), False)]
-        while stack:
-            lo, hi, done = stack.pop()
-            if hi - lo < 2:
-                continue
-            mid = (lo + hi) // 2
-            if not done:
-                stack += [(lo, hi, True), (mid, hi, False), (lo, mid, False)]
-                continue
+        for lo, mid, hi in _tree_ranges(len(items)):
             whole[(lo, hi)] = self._rule_for("items", ir.seq(whole[(lo, mid)], comma, whole[(mid, hi)]))
             prefix[(lo, hi)] = self._rule_for("prefix", ir.choice(prefix[(lo, mid)], ir.seq(whole[(lo, mid)], comma,
                                                                                           prefix[(mid, hi)])))
@@ -821,8 +813,13 @@ class _ToolCompiler:
 
     def _written(self, members: list, extra: ir.Expr | None) -> list:
         """Each member as written, with the extra members that may follow it."""
-        extras = [ir.Repeat(ir.seq(self.pieces.comma, extra))] if extra is not None else []
+        extras = self._extras(extra)
         return [ir.seq(member, *extras) for _, _, member in members]
+
+    def _extras(self, extra: ir.Expr | None) -> list:
+        """What may follow a member: any number of extra members (`extra`: their schema's
+        member), or nothing when the object takes none."""
+        return [ir.Repeat(ir.seq(self.pieces.comma, extra))] if extra is not None else []
 
     def members(self, name: str, members: list, extra: ir.Expr | None) -> ir.Expr:
         """An object's members in their fixed order, each optional one present or skipped.
@@ -836,18 +833,17 @@ class _ToolCompiler:
         beside a lexeme `,` is a choice a greedy lexer (llguidance) makes too early."""
         p = self.pieces
         n = len(members)
-        extras = [ir.Repeat(ir.seq(p.comma, extra))] if extra is not None else []
         if self.balanced:
             tree = _MemberTree(self.rules, p.comma, [is_required for _, is_required, _ in members])
             root = tree.build(f"{name}_part", self._written(members, extra)).get((0, n))
-            return self._object_body(root, any(is_required for _, is_required, _ in members), extra, extras)
+            return self._object_body(root, any(is_required for _, is_required, _ in members), extra)
+        each_written = self._written(members, extra)
         later_required = [False] * (n + 1)
         for j in range(n - 1, -1, -1):
             later_required[j] = later_required[j + 1] or members[j][1]
         names = [f"{name}_from{j}" for j in range(n)]
         for j in range(n - 1, -1, -1):
-            _, is_required, member = members[j]
-            written = ir.seq(member, *extras)
+            is_required, written = members[j][1], each_written[j]
             if j + 1 == n:
                 self.rules[names[j]] = written
                 continue
@@ -856,13 +852,14 @@ class _ToolCompiler:
             if is_required and not later_required[j + 1]:
                 go_on = ir.seq(written, ir.Repeat(ir.seq(p.comma, ir.Ref(names[j + 1])), 0, 1))
             self.rules[names[j]] = go_on if later_required[j + 1] or is_required else ir.choice(written, go_on)
-        return self._object_body(ir.Ref(names[0]) if n else None, later_required[0], extra, extras)
+        return self._object_body(ir.Ref(names[0]) if n else None, later_required[0], extra)
 
-    def _object_body(self, members: ir.Expr | None, required: bool, extra: ir.Expr | None, extras: list) -> ir.Expr:
+    def _object_body(self, members: ir.Expr | None, required: bool, extra: ir.Expr | None) -> ir.Expr:
         """Between the braces: the members (`members`: their rule, None when there are none), or
         extra members first and then them; empty when nothing is `required`."""
         options: list[ir.Expr] = [members] if members is not None else []
         if extra is not None:
+            extras = self._extras(extra)
             after = ir.seq(self.pieces.comma, members) if members is not None else None
             options.append(ir.seq(extra, *extras, *([after if required else ir.Repeat(after, 0, 1)] if after else [])))
         if not options:
@@ -1028,6 +1025,23 @@ def _commas(items: list, comma: ir.Expr) -> list:
     return out
 
 
+def _tree_ranges(n: int) -> list:
+    """Every inner range (lo, mid, hi) of a balanced binary tree over n leaves (a leaf is the
+    range (j, j + 1)), children before parents; iterative."""
+    out: list = []
+    stack = [(0, n, False)]
+    while stack:
+        lo, hi, done = stack.pop()
+        if hi - lo < 2:
+            continue
+        mid = (lo + hi) // 2
+        if done:
+            out.append((lo, mid, hi))
+        else:
+            stack += [(lo, hi, True), (mid, hi, False), (lo, mid, False)]
+    return out
+
+
 class _MemberTree:
     """An object's members (in order, each required or not) as a balanced tree of rules over
     their index ranges, for an engine whose compiler recurses through rules: llguidance's
@@ -1043,26 +1057,11 @@ class _MemberTree:
     GBNF export keeps the chain)."""
 
     def __init__(self, rules: dict, comma: ir.Expr, required: list):
-        self.rules, self.comma, self.required = rules, comma, required
-        self.any_required: dict = {}
-        self.ranges = self._ranges()
-
-    def _ranges(self) -> list:
-        """Every inner range (lo, mid, hi) of the tree, children before parents."""
-        out: list = []
-        stack = [(0, len(self.required), False)]
-        while stack:
-            lo, hi, done = stack.pop()
-            if hi - lo < 2:
-                self.any_required[(lo, hi)] = hi > lo and self.required[lo]
-                continue
-            mid = (lo + hi) // 2
-            if done:
-                self.any_required[(lo, hi)] = self.any_required[(lo, mid)] or self.any_required[(mid, hi)]
-                out.append((lo, mid, hi))
-            else:
-                stack += [(lo, hi, True), (mid, hi, False), (lo, mid, False)]
-        return out
+        self.rules, self.comma = rules, comma
+        self.ranges = _tree_ranges(len(required))
+        self.any_required: dict = {(j, j + 1): is_required for j, is_required in enumerate(required)}
+        for lo, mid, hi in self.ranges:
+            self.any_required[(lo, hi)] = self.any_required[(lo, mid)] or self.any_required[(mid, hi)]
 
     def build(self, prefix: str, leaves: list) -> dict:
         """Every range's expression (a rule reference, or a leaf's), or None where the range
