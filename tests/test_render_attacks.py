@@ -284,10 +284,17 @@ def test_non_finite_numbers_are_refused_not_written_as_words(number):
 
 
 def test_keys_that_strip_to_one_key_are_refused():
-    # {a<eos>:1, a:2} stripped would write `a` twice and lose a value when read back
+    # {a<|"|>:1, a:2} stripped would write `a` twice and lose a value when read back (a call's keys
+    # lose only the delimiter: docs/security.md#the-models-own-calls)
     with pytest.raises(UnsafeContentError, match="another key"):
-        omp.render_tool_call("f", {"a<eos>": 1, "a": 2}, unsafe="strip")
-    assert omp.render_tool_call("f", {"a<eos>": 1, "b": 2}, unsafe="strip") == "<|tool_call>call:f{a:1,b:2}<tool_call|>"
+        omp.render_tool_call("f", {'a<|"|>': 1, "a": 2}, unsafe="strip")
+    assert omp.render_tool_call("f", {'a<|"|>': 1, "b": 2}, unsafe="strip") == "<|tool_call>call:f{a:1,b:2}<tool_call|>"
+    # a result's keys are content: every control token goes
+    with pytest.raises(UnsafeContentError, match="another key"):
+        render_chat([{"role": "user", "content": "x"},
+                     {"role": "assistant", "tool_calls": [{"id": "1", "type": "function",
+                                                           "function": {"name": "f", "arguments": {}}}]},
+                     {"role": "tool", "tool_call_id": "1", "content": {"a<eos>": 1, "a": 2}}], unsafe="strip")
 
 
 def test_a_json_escaped_token_in_an_omp_result_is_checked_as_the_value_it_becomes():

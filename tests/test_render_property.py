@@ -55,18 +55,26 @@ def _hostile(draw, hostile, strategy):
 _parts = st.lists(_text, min_size=1, max_size=3)
 
 
-def _strip_value(value, unsafe):
-    """The value as the prompt holds it: strings and keys stripped one by one."""
+def _strip_delimiters(text):
+    """A string of the model's own call arguments stripped: only the delimiter goes, until none is
+    left (docs/security.md#the-models-own-calls)."""
+    while '<|"|>' in text:
+        text = text.replace('<|"|>', "")
+    return text
+
+
+def _strip_value(value, unsafe, strip=strip_controls):
+    """The value as the prompt holds it: strings and keys stripped one by one (by `strip`)."""
     if unsafe != "strip":
         return value
     if isinstance(value, str):
-        return strip_controls(value)
+        return strip(value)
     if isinstance(value, list):
-        return [_strip_value(v, unsafe) for v in value]
+        return [_strip_value(v, unsafe, strip) for v in value]
     if isinstance(value, dict):
         out = {}
         for k, v in sorted(value.items(), key=lambda item: item[0].lower()):  # written sorted; the last wins
-            out[strip_controls(k)] = _strip_value(v, unsafe)
+            out[strip(k)] = _strip_value(v, unsafe, strip)
         return out
     return value
 
@@ -175,7 +183,7 @@ def official_events(messages, tools, unsafe, *, given=True):
         if thinking and (not given or i > last_user):
             events.append(("thought", thinking))
         for call in message.get("tool_calls") or []:
-            events.append(("call", call["function"]["name"], _strip_value(call["function"]["arguments"], unsafe)
+            events.append(("call", call["function"]["name"], _strip_value(call["function"]["arguments"], unsafe, _strip_delimiters)
                            if given else call["function"]["arguments"]))
         content = message.get("content")
         _events_text(events, "text", (_official_text(content, role, unsafe) if given else
@@ -333,7 +341,7 @@ def omp_events(messages, unsafe, *, given=True):
             _events_text(events, "text", "".join(p["text"] for p in parts if p["type"] == "text"))
             for p in parts:
                 if p["type"] == "toolCall":
-                    events.append(("call", p["name"], _strip_value(p["arguments"], unsafe)))
+                    events.append(("call", p["name"], _strip_value(p["arguments"], unsafe, _strip_delimiters)))
         else:
             value = _omp_value("".join(p["text"] for p in message["content"]))
             events.append(("result", _strip_value(value, unsafe) if given else value))

@@ -90,6 +90,10 @@ class _Renderer:
         self.bare = ValueWriter(number=number, key=key_bare if unsafe == "allow" else key_bare_if_possible,
                                 sort_keys=True, unsafe=unsafe)
         self.quoted = ValueWriter(number=number, key=key_quoted, sort_keys=True, unsafe=unsafe)
+        # the model's own call arguments: their strings go back as the model wrote them
+        # (docs/security.md#the-models-own-calls)
+        self.arguments = ValueWriter(number=number, key=key_bare if unsafe == "allow" else key_bare_if_possible,
+                                     sort_keys=True, unsafe=unsafe, model_strings=True)
 
     def text(self, value, where: str) -> str:
         """A description, key, role or required name: a string (the template would write str()
@@ -256,7 +260,7 @@ class _Renderer:
         arguments = function.get("arguments", MISSING)
         out = [tokens.TOOL_CALL_OPEN + tokens.CALL_KEYWORD + self.name(function["name"], where + ".function.name") + "{"]
         if isinstance(arguments, dict):
-            body = self.bare.write(arguments, where + ".function.arguments", max_depth=self.max_depth)
+            body = self.arguments.write(arguments, where + ".function.arguments", max_depth=self.max_depth)
             out.append(body[1:-1])
         elif arguments is not None:  # a string was decoded already (shapes.read_arguments)
             raise ShapeError(f"{where}.function.arguments",

@@ -35,9 +35,16 @@ _WRITERS = {policy: ValueWriter(number=js.number if policy == "allow" else _fini
             for policy in ("error", "strip", "allow")}
 
 
-def _writer(unsafe: str) -> ValueWriter:
+# the model's own call arguments: their strings go back as the model wrote them
+# (docs/security.md#the-models-own-calls)
+_CALL_WRITERS = {policy: ValueWriter(number=js.number if policy == "allow" else _finite_number,
+                                     key=key_bare_if_possible, unsafe=policy, model_strings=True)
+                 for policy in ("error", "strip", "allow")}
+
+
+def _writer(unsafe: str, calls: bool = False) -> ValueWriter:
     check_policy(unsafe)
-    return _WRITERS[unsafe]
+    return (_CALL_WRITERS if calls else _WRITERS)[unsafe]
 
 
 def _name(name: str, where: str, unsafe: str) -> str:
@@ -57,7 +64,8 @@ def render_tool_call(name: str, arguments: dict, *, unsafe: str = "error", where
     if not isinstance(arguments, dict):
         raise TypeError(f"arguments must be a dict, not {type(arguments).__name__} ({where})")
     return (tokens.TOOL_CALL_OPEN + tokens.CALL_KEYWORD + _name(name, f"{where}.name", unsafe)
-            + _writer(unsafe).write(arguments, f"{where}.arguments", max_depth=max_depth) + tokens.TOOL_CALL_CLOSE)
+            + _writer(unsafe, calls=True).write(arguments, f"{where}.arguments", max_depth=max_depth)
+            + tokens.TOOL_CALL_CLOSE)
 
 
 def render_tool_calls(calls, *, unsafe: str = "error") -> str:

@@ -120,6 +120,26 @@ def strip_controls(text: str) -> str:
 _LT_GT = re.compile("([<>])")
 
 
+def guard_model_string(text: str, where, unsafe: str) -> str:
+    """A `<|"|>` string of the model's own call arguments, as the policy allows: it may hold any
+    control token but the delimiter (docs/security.md#the-models-own-calls). The grammar reads
+    such a string back unchanged: only `<|"|>` ends it. Refused, or stripped (every delimiter,
+    until none is left: one linear pass), when it holds the delimiter."""
+    if unsafe == "allow" or STRING_DELIMITER not in text:
+        return text
+    if unsafe == "strip":
+        out: list[str] = []
+        size = len(STRING_DELIMITER)
+        for char in text:  # a stack: removing one delimiter cannot leave the halves of another
+            out.append(char)
+            if char == ">" and len(out) >= size and "".join(out[-size:]) == STRING_DELIMITER:
+                del out[-size:]
+        return "".join(out)
+    raise UnsafeContentError(STRING_DELIMITER, where, text.index(STRING_DELIMITER), (
+        f"the string delimiter {STRING_DELIMITER} at offset {text.index(STRING_DELIMITER)} of {describe(where)}:"
+        f" it would end the string; pass unsafe='strip' to remove it or unsafe='allow' to keep it"))
+
+
 def guard(text: str, where, unsafe: str) -> str:
     """`text` as the policy allows: unchanged, refused, or with every control token removed."""
     return guard_run(((text, where),), unsafe)

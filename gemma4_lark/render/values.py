@@ -13,7 +13,7 @@ import math
 
 from ..grammar import terminal_pattern
 from ..tokens import STRING_DELIMITER
-from .safety import UnsafeContentError, describe, guard
+from .safety import UnsafeContentError, describe, guard, guard_model_string
 
 _KEY = terminal_pattern("KEY")
 
@@ -59,7 +59,11 @@ def delimited(text: str) -> str:
 
 class ValueWriter:
     def __init__(self, *, number=python_number, key=key_bare_if_possible, string=delimited,
-                 sort_keys: bool = False, unsafe: str = "error", separators: tuple = (",", ":")):
+                 sort_keys: bool = False, unsafe: str = "error", separators: tuple = (",", ":"),
+                 model_strings: bool = False):
+        # model_strings: the model's own call arguments, whose delimited strings and keys may hold
+        # any control token but the delimiter (guard_model_string); every other value is content
+        self.guard = guard_model_string if model_strings else guard
         self.number = number
         self.item_separator, self.key_separator = separators
         self.key = key
@@ -70,7 +74,7 @@ class ValueWriter:
     def _string(self, text: str, where) -> str:
         # guard() refuses or strips the delimiter like any control token; with unsafe="allow" it
         # passes through, and the text no longer parses as the value it came from.
-        return self.string(guard(text, where, self.unsafe))
+        return self.string(self.guard(text, where, self.unsafe))
 
     def write(self, value, where: str = "value", *, depth: int = 0, max_depth: int | None = None) -> str:
         """`value`'s text. `depth`: how many arrays and objects the caller has opened around it;
@@ -102,7 +106,7 @@ class ValueWriter:
                     if not isinstance(k, str):
                         raise TypeError(f"object keys must be str, not {type(k).__name__} ({describe(path)})")
                     child = (path, k)
-                    members.append((guard(k, child, unsafe), k, v, child))
+                    members.append((self.guard(k, child, unsafe), k, v, child))
                 if self.sort_keys:  # by the key as written, so that a stripped key sorts where it lands
                     members.sort(key=_case_insensitive)
                 if unsafe == "strip" and len({m[0] for m in members}) < len(members):
