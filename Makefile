@@ -51,6 +51,7 @@ fuzz: $(STAMP)
 
 docs: $(STAMP)
 	$(BIN)/gemma4-lark docs --out docs/spec
+	$(BIN)/python -c 'import pathlib; from gemma4_incremental import _states; p = pathlib.Path("docs/architecture.md"); p.write_text(_states.with_diagram(p.read_text(encoding="utf-8")), encoding="utf-8")'
 
 # The parser tables and the terminals the package carries (gemma4_lark/tables.json, terminals.json),
 # regenerated from the grammar when they are stale, for the latest Lark and the minimum one (each

@@ -34,7 +34,7 @@ from gemma4_lark.messages import read_official, read_omp
 from gemma4_lark.reference import ReferenceScanner, decode_call
 from gemma4_lark.render import js, official, omp
 from gemma4_lark.render.safety import UnsafeContentError
-from gemma4_lark.validate import _kind, validate
+from gemma4_lark.validate import start_rule_of, validate
 from gemma4_incremental import StreamParser
 from gemma4_incremental.output import merge_deltas
 
@@ -131,7 +131,7 @@ def check_validate(text: str) -> None:
     for d in diagnostics:
         assert 0 <= d.pos <= len(text), f"diagnostic at {d.pos} outside the text (length {len(text)})"
         assert (d.line, d.column) == line_and_column(text, d.pos), f"line/column of {d} do not match its position"
-    start, _ = _kind(text)
+    start, _ = start_rule_of(text)
     try:
         gemma4_lark.parser.parse(text, start)
         accepted = True

@@ -24,8 +24,9 @@ from . import fastpath, marker_search, tokens
 from .diagnostics import Diagnostic, LineIndex
 from .errors import GemmaSyntaxError
 from .parser import parse_call, parse_from, parse_lossless_call
+from .render.safety import CONTROL
 from .reference import decode_calls, failure_code
-from .schema.lexeme import plain
+from .schema.lexeme import Scalar, plain
 from .schema.registry import ToolRegistry, compile_tools
 from .textmarkers import mask_for, respelled, spelled_out
 from .tools import ToolChoice, read_tool_choice
@@ -165,6 +166,10 @@ def decide_block(raw: str, policy: BlockPolicy, *, closed: bool = True, at_end: 
                                 f" {policy.max_block_chars}", "too-large", end=len(raw))]
     try:
         mask = mask_for(raw, text_markers) if text_markers else ""
+        if mask is None:  # nothing can stand for the spelled markers: never read them as markup
+            return [BlockError(raw, "the block spells control tokens with ordinary tokens and holds every"
+                                    " private-use character, so they cannot be kept apart from its markup;"
+                                    " it is not decoded", "unreadable", end=len(raw))]
         if mask:
             outcomes = _decode(spelled_out(raw, text_markers, mask), policy, closed, at_end, bare, None, mask)
             return None if outcomes is None else [_respell(outcome, mask) for outcome in outcomes]
@@ -248,12 +253,38 @@ def _decode(raw: str, policy: BlockPolicy, closed: bool, at_end: bool, bare: boo
             code = "lossy"
         call = decoded.call
         if problem is None:
+            token = _control_token_in(call.arguments)
+            if token is not None:  # the reading took markup for text: not what the model meant
+                problem = (f"the lenient reading would put the control token {token} inside an argument"
+                           " (docs/leniency.md#unclosed-strings)")
+                code = "syntax"
+        if problem is None:
             out.append(policy.admit(_unmasked(BlockCall(call.name, call.arguments, part, diagnostics, True,
                                                         begin, finish), mask)))
         else:
             out.append(BlockError(part, problem, code, call.name if call else None,
                                   plain(call.arguments) if call else None, diagnostics, begin, finish))
     return out
+
+
+def _control_token_in(arguments: Any) -> str | None:
+    """The first control token in a string or key of decoded `arguments`, else None. (In token-id
+    mode the spelled ones are masked here: text, not tokens.) An explicit stack: any depth."""
+    stack = [arguments]
+    while stack:
+        value = stack.pop()
+        if type(value) is Scalar:  # (lossless arguments: read, never changed here)
+            value = value.value
+        if isinstance(value, str):
+            found = CONTROL.search(value) if "<" in value else None
+            if found is not None:
+                return found.group()
+        elif isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return None
 
 
 def has_escape_outside_strings(raw: str, delimiters: list[int] | None) -> bool:

@@ -25,7 +25,7 @@ except ImportError:  # Windows: no way to ask, and no poll either
 from . import parser as strict
 from .errors import GemmaSyntaxError
 from .model import to_jsonable
-from .validate import _kind, validate
+from .validate import start_rule_of, validate
 
 DISTRIBUTION = "gemma4-lark"
 
@@ -412,7 +412,7 @@ def cmd_validate(args) -> int:
 # --- decode, render, docs ----------------------------------------------------------
 def cmd_decode(args) -> int:
     text = read_text(args.file)
-    start, _ = _kind(text)
+    start, _ = start_rule_of(text)
     name = display_name(args.file)
     try:
         result = strict.parse(text, start, max_depth=args.max_depth)

@@ -22,7 +22,7 @@ def _skip_whitespace(text: str, pos: int) -> int:
     return pos
 
 
-def _kind(text: str) -> tuple[str, str]:
+def start_rule_of(text: str) -> tuple[str, str]:
     """(start rule, the token from which to resume after an error) for this input."""
     head = _skip_whitespace(text, 0)  # (an index, not a stripped copy of a text of any size)
     if text.startswith((tokens.BOS, tokens.TURN_OPEN), head):
@@ -52,7 +52,7 @@ def validate(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH, tools=None) -> li
     if tools is not None:
         from .schema.registry import compile_tools
         registry = compile_tools(tools)
-    start, resume_token = _kind(text)
+    start, resume_token = start_rule_of(text)
     diagnostics: list[Diagnostic] = []
     # Each resumed parse reads the text in place from its offset and every position is looked up
     # in one line index, so k errors in n characters cost O(n + k log n), not O(k n).

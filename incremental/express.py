@@ -1,22 +1,22 @@
 """parse_output's express path: a whole output of the usual shape, read in a few C-level steps.
 
 StreamParser reads an output as it comes: a method call per marker and per piece, a state kept
-between chunks. A whole output of the usual shape (text, labelled thoughts, call blocks the fast
-path takes) needs none of that: a regex of the markers finds them, the block-rest pattern finds
-each block's end, and the fast path decodes it. `events(parser, text)` gives the events that
-`parser` (new) gives for `text` fed whole and flushed, or None when the output is not of that
-shape, and then the parser reads it. (A stop marker in text is an event, and text goes on, as
-in the stream.)
+between chunks. A whole output of the usual shape (text, labelled thoughts, call blocks that make
+one call each) needs none of that: a regex of the markers finds them, the block-rest pattern finds
+each block's end, and `gemma4_lark.blocks.decide_block` decides each block, as it does for the
+stream. `events(parser, text)` gives the events that `parser` (new) gives for `text` fed whole
+and flushed, or None when the output is not of that shape, and then the parser reads it. (A stop
+marker in text is an event, and text goes on, as in the stream.)
 
-Accept-only, like gemma4_lark.fastpath: whatever it does not take (declared tools, a tool_choice,
-stray markup, an unlabelled channel, an unclosed thought or block, a call inside a
-thought, a bare call the stream would guess, a block the fast path leaves to LALR, FunctionGemma's
-`<escape>`, a block past `max_block_chars`, a marker's prefix at the end) goes to StreamParser,
-so every result it gives is StreamParser's. Its pieces are StreamParser's own: the scan table's
-markers, the block-rest pattern, the head decision (`call_name`), the fast path. Call ids are
-asked of the parser's id factory only once the whole output is taken, one per block in order, as
-the stream asks. tests/test_express.py checks by differential fuzzing that every output it takes
-gives exactly StreamParser's events, ids included.
+Accept-only (docs/architecture.md#second-implementations): whatever it does not take (declared
+tools, a tool_choice, stray markup, an unlabelled channel, an unclosed thought or block, a call
+inside a thought, a bare call the stream would guess, a block that is not one call, a block past
+`max_block_chars`, a marker's prefix at the end) goes to StreamParser, so every result it gives is
+StreamParser's. Its pieces are StreamParser's own: the state table's markers and transitions, the
+block-rest pattern, the head decision (`call_name`), the block decision. Call ids are asked of the
+parser's id factory only once the whole output is taken, one per block in order, as the stream
+asks. tests/test_express.py checks by differential fuzzing that every output it takes gives
+exactly StreamParser's events, ids included.
 """
 
 from __future__ import annotations
@@ -24,27 +24,32 @@ from __future__ import annotations
 import functools
 import re
 
-from gemma4_lark import fastpath, tokens
+from gemma4_lark import tokens
+from gemma4_lark.blocks import BlockCall, decide_block
 from gemma4_lark.events import Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallStart
 
-from .parser import (
-    _BLANKS, _MAX_HEAD, _STOPS, _TEXT, _THINKING, _THOUGHT_OPENERS, StreamParser, _block_rest, _block_rest_end,
-    _escape_outside_strings, _scan_table, call_name,
-)
+from . import _states
+from ._block import MAX_HEAD, call_name
+from ._block_jump import block_rest, block_rest_end
+from ._machine import bare_head
+from .parser import StreamParser
+
+_BLANKS = " \t\r\n"
+
 
 @functools.lru_cache(maxsize=2)
 def _patterns(strict: bool):
     """Per state, a regex of its markers (longest first: at one place the longest wins, as the
-    scan's table has it) and its markers' proper prefixes, with the longest's length; and the
-    block-rest pattern (None before Python 3.11: then there is no express path)."""
-    table = _scan_table(True, strict)
+    scan's table has it) and its markers' proper prefixes, with the longest's length; what each
+    marker of the text does (the table's row); and the block-rest pattern (None before Python
+    3.11: then there is no express path)."""
+    table = _states.table(True, strict)
 
     def markers(state):
-        by_second, prefixes, longest = table[state]
-        found = sorted({m for group in by_second.values() for m in group}, key=len, reverse=True)
-        return re.compile("|".join(map(re.escape, found))), prefixes, longest
+        _, prefixes, longest = table.scan[state]
+        return re.compile("|".join(map(re.escape, table.markers(state)))), prefixes, longest
 
-    return markers(_TEXT), markers(_THINKING), _block_rest(strict)
+    return markers(_states.TEXT), markers(_states.THOUGHT), table.transitions[_states.TEXT], block_rest(strict)
 
 
 def events(parser: StreamParser, text: str) -> list | None:
@@ -54,17 +59,18 @@ def events(parser: StreamParser, text: str) -> list | None:
         out = _read(parser, text)
     except Exception:  # noqa: BLE001 - an option of a shape it does not expect (`max_depth=None`):
         return None    # the stream reads the output, and says what it says of it
-    return _with_ids(out, parser._new_id) if out is not None else None
+    return _with_ids(out, parser.id_factory) if out is not None else None
 
 
 def _read(parser: StreamParser, text: str) -> list | None:
     """The output's events, a tuple standing for each call (its events need an id), or None."""
-    if (parser._registry is not None or parser._choice.mode != "auto" or not parser.parse_thinking
-            or parser._state is not _TEXT or parser._marks is not None or parser._pos or parser._finished):
+    if (not parser.policy.plain or not parser.parse_thinking or parser.start_in_thinking
+            or parser.reads_token_ids or not parser.fresh):
         return None
-    strict = parser.strict
-    (in_text, text_prefixes, longest), (in_thought, _, _), block_rest = _patterns(strict)
-    if block_rest is None:
+    policy = parser.policy
+    strict = policy.strict
+    (in_text, text_prefixes, longest), (in_thought, _, _), in_text_does, rest_pattern = _patterns(strict)
+    if rest_pattern is None:
         return None
     if not strict and _bare_call_guessed(text, 0):
         return None
@@ -80,28 +86,27 @@ def _read(parser: StreamParser, text: str) -> list | None:
         if found is None:
             break
         marker = found.group()
-        if marker == tokens.TOOL_CALL_OPEN:
-            end, delimiters = _block_rest_end(block_rest, strict, text, found.end())
+        action, target = in_text_does[marker][:2]
+        if action == _states.OPEN_BLOCK:
+            end, delimiters = block_rest_end(rest_pattern, strict, text, found.end())
             if end == -1 or end - j > parser.max_block_chars:
                 return None
             raw = text[j:end]
-            if _escape_outside_strings(raw, None):  # (anywhere: the decoders' report is the stream's)
-                return None
             if delimiters is not None:  # (found on the way, by memchr: a long block)
                 delimiters = [at - j for at in delimiters]
-            call = fastpath.parse_call(raw, parser.max_depth, unique_keys=True, delimiters=delimiters)
-            if call is None:
-                return None
-            brace = raw.find("{", len(tokens.TOOL_CALL_OPEN), _MAX_HEAD)
+            outcomes = decide_block(raw, policy, delimiters=delimiters)
+            if len(outcomes) != 1 or type(outcomes[0]) is not BlockCall or outcomes[0].diagnostics:
+                return None  # an error, a recovery, a warning: the stream's to say, with its events
+            brace = raw.find("{", len(tokens.TOOL_CALL_OPEN), MAX_HEAD)
             name = call_name(raw, brace) if brace >= 0 else None
-            out.append((j, end, j + brace + 1 if name is not None else -1, name, call, raw))
+            out.append((j, end, j + brace + 1 if name is not None else -1, name, outcomes[0], raw))
             i = text_from = end
             continue
-        if marker in _STOPS:  # what the stream does: the marker is an event, and text goes on
+        if action == _states.STOP:  # what the stream does: the marker is an event, and text goes on
             out.append(Stop(marker, (j, found.end())))
             i = text_from = found.end()
             continue
-        if marker not in _THOUGHT_OPENERS:  # stray markup, an unlabelled channel
+        if action != _states.START_THOUGHT or target != _states.THOUGHT:  # stray markup, an unlabelled channel
             return None
         out.append(ThinkingStart((j, found.end())))
         i = found.end()
@@ -133,7 +138,7 @@ def _bare_call_guessed(text: str, i: int) -> bool:
     n = len(text)
     while k < n and text[k] in _BLANKS:
         k += 1
-    return k == n or StreamParser._bare_head(text, k, False) is not None
+    return k == n or bare_head(text, k, False) is not None
 
 
 def _with_ids(out: list, new_id) -> list:
@@ -147,7 +152,7 @@ def _with_ids(out: list, new_id) -> list:
         call_id = new_id()
         if name is not None:
             events.append(ToolCallStart(call_id, index, name, (start, head_end)))
-        events.append(ToolCallEnd(call_id, index, call.name, call.arguments, raw, [], False,
+        events.append(ToolCallEnd(call_id, index, call.name, call.arguments, raw, call.diagnostics, call.recovered,
                                   (head_end if head_end >= 0 else start, end)))
         index += 1
     return events

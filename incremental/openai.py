@@ -149,14 +149,14 @@ class OpenAIStream:
         # calls never do, so the parser aligns them itself (its fast path takes the common delta).
         aligned = token_ids is not None and (arguments is not None or self.stream_arguments)
         if aligned:
-            delta_text, marks = self.parser._align(delta_text, token_ids)
+            delta_text, marks = self.parser.align(delta_text, token_ids)
         if arguments is None:  # no call being streamed (always so with stream_arguments=False)
             if token_ids is not None and not aligned:
                 events = self.parser.feed(delta_text, token_ids)
             elif marks is None:
                 events = self.parser.feed(delta_text)
             else:
-                events = self.parser._feed_aligned(delta_text, marks)
+                events = self.parser.feed_aligned(delta_text, marks)
             if self.stream_arguments:
                 start = self._fed  # (stream offsets serve argument streaming only)
                 self._fed = start + len(delta_text)
@@ -215,10 +215,10 @@ class OpenAIStream:
         held back from it (`feed`; string content with no marker id in token mode)."""
         held = self._held
         if held is None:
-            return self.parser.feed(text) if marks is None else self.parser._feed_aligned(text, marks)
+            return self.parser.feed(text) if marks is None else self.parser.feed_aligned(text, marks)
         self._held = None
         parser = self.parser
-        return parser._feed_aligned(held.text(), None if parser._marks is None else ()) + parser._feed_aligned(text, marks)
+        return parser.feed_aligned(held.text(), None if not parser.reads_token_ids else ()) + parser.feed_aligned(text, marks)
 
     def flush(self) -> list[dict[str, Any]]:
         """The end of the stream: the chunks of what the parser still held, then the final chunk.
@@ -318,7 +318,7 @@ class OpenAIStream:
         deltas.append({"tool_calls": [{"index": index, "id": event.id, "type": "function",
                                        "function": {"name": event.name, "arguments": ""}}]})
         arguments = self._open = ArgumentStream(max_depth=self.parser.max_depth,
-                                                typed=self.parser._types_arguments(event.name))
+                                                typed=self.parser.types_arguments(event.name))
         self._open_id = event.id
         self._open_index = index
         self._open_limit = event.span[0] + self.parser.max_block_chars

@@ -34,12 +34,12 @@ class TokenMarkers:
     """The control tokens of a tokenizer's vocabulary, each by its id (`by_id`), and the tokenizer's
     `decode` for the ids whose text a delta lacks."""
 
-    __slots__ = ("by_id", "ids", "_decode", "_pieces")
+    __slots__ = ("by_id", "ids", "decode", "_pieces")
 
     def __init__(self, by_id: dict[int, str], decode: Any):
         self.by_id = by_id
         self.ids = frozenset(by_id)
-        self._decode = decode
+        self.decode = decode
         self._pieces: dict[int, str] = dict(by_id)  # each id's own text, as decoded alone
 
     @classmethod
@@ -174,7 +174,7 @@ class TokenMarkers:
     def _walk(self, text: str, ids: Sequence[int]) -> tuple[int, ...] | None:
         """Where the markers are when the delta's text is its ids' texts, each id decoded alone,
         one after the other (the common delta with a marker); None when it is not."""
-        pieces, by_id, decode = self._pieces, self.by_id, self._decode
+        pieces, by_id, decode = self._pieces, self.by_id, self.decode
         marks = []
         at = 0
         for token in ids:
@@ -228,18 +228,18 @@ class TokenMarkers:
         for token in run:
             piece = pieces.get(token)
             if piece is None:
-                piece = self._decode([token], skip_special_tokens=False)
+                piece = self.decode([token], skip_special_tokens=False)
                 if len(pieces) < _MAX_PIECES:
                     pieces[token] = piece
             if "\ufffd" in piece:
-                return self._decode(run, skip_special_tokens=False)
+                return self.decode(run, skip_special_tokens=False)
             texts.append(piece)
         return "".join(texts)
 
     def _incomplete(self, run: list[int]) -> int:
         """How many ids at the end of `run`, whose text ends in U+FFFD, are the first bytes of a
         character not complete yet, at most 3 (a character is at most 4 bytes); 0 if none."""
-        decode = self._decode
+        decode = self.decode
         for cut in range(1, min(3, len(run)) + 1):
             if not decode(run[:-cut], skip_special_tokens=False).endswith("\ufffd"):
                 return cut
@@ -248,9 +248,9 @@ class TokenMarkers:
     def _texts(self, run: list[int]):
         """The run's text, with the special tokens that are not markers and without (a server that
         skips special tokens drops those too)."""
-        kept = self._decode(run, skip_special_tokens=False)
+        kept = self.decode(run, skip_special_tokens=False)
         yield kept
-        skipped = self._decode(run, skip_special_tokens=True)
+        skipped = self.decode(run, skip_special_tokens=True)
         if skipped != kept:
             yield skipped
 

@@ -72,6 +72,7 @@ USUAL = [
     THOUGHT + CALL + "<eos>",
     CALL + "<|tool_response>",
     "a<turn|>b<eos>",
+    "<|tool_call>call:f{a:.5}<tool_call|>",   # not JSON's: the block decision's LALR path, as the stream's
 ]
 
 
@@ -93,7 +94,6 @@ LEFT = [
     "text <tool_call|> more",
     "<|channel>thought\nx<turn|>",                                      # a stop marker in a thought
     "<|tool_call>call:f{a:1,a:2}<tool_call|>",                           # a repeated key: LALR reports it
-    "<|tool_call>call:f{a:.5}<tool_call|>",                              # not JSON's: LALR decides
     "<|tool_call>call:f{a:1}",                                           # unclosed
     "<|tool_call>call:f{a:1<turn|>",
     "<|tool_call>call:f{a:b<escape>c}<tool_call|>",                       # FunctionGemma's delimiter

@@ -23,7 +23,7 @@ def _loads(text):
 
 def _iteratively(text):
     try:
-        return js._parse_iteratively(text)
+        return js.parse_iteratively(text)
     except ValueError:
         return ValueError
 

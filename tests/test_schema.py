@@ -308,11 +308,16 @@ def test_tool_choice_auto_is_the_default():
 
 
 # --- error codes ----------------------------------------------------------------------------------
+# Where each error class takes its code: ToolCallError (the event) and BlockError (a block's
+# outcome, gemma4_lark.blocks), by keyword or by position.
+_CODE_AT = {"ToolCallError": 8, "BlockError": 2}
+
+
 def _tool_call_error_constructions():
     for path in list((ROOT / "gemma4_lark").rglob("*.py")) + list((ROOT / "incremental").rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "ToolCallError":
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in _CODE_AT:
                 yield path.name, node
 
 
@@ -320,8 +325,9 @@ def test_every_construction_of_a_tool_call_error_sets_a_code():
     found = list(_tool_call_error_constructions())
     assert len(found) >= 10
     for name, node in found:
+        at = _CODE_AT[node.func.id]
         keyword = [k.value for k in node.keywords if k.arg == "code"]
-        given = keyword[0] if keyword else (node.args[8] if len(node.args) > 8 else None)
+        given = keyword[0] if keyword else (node.args[at] if len(node.args) > at else None)
         assert given is not None, f"{name}:{node.lineno}: ToolCallError without a code"
         if isinstance(given, ast.Constant):
             assert given.value in TOOL_CALL_ERROR_CODES, f"{name}:{node.lineno}: {given.value!r}"

@@ -69,7 +69,7 @@ def test_a_prefill_of_many_thoughts_ends_in_its_last_one():
     prompt = render_chat(USER, add_generation_prompt=True)
     for n in (1, 16):
         prefill = ("<|channel>thought\n" + "a<channel|>b" * n) * n + "<|channel>thought\n" + "words " * (100 * n)
-        assert StreamParser.for_prompt(prompt + prefill)._state == "thinking"
+        assert StreamParser.for_prompt(prompt + prefill).where == "thought"
 
 
 # --- an image in a one-message chat -------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The scan's one-step read of a whole call block (`_block_rest` in incremental/parser.py), against
+"""The scan's one-step read of a whole call block (`block_rest` in incremental/_block_jump.py), against
 the scan that reads a block delimiter by delimiter.
 
 Differential: for every output and every chunking, the events with the one-step read are the
@@ -14,9 +14,10 @@ import itertools
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import gemma4_incremental.parser as stream
+import gemma4_incremental._block_jump as stream
+from gemma4_incremental._machine import StreamMachine
 from gemma4_incremental import StreamParser
-from gemma4_lark import fuzz, tokens
+from gemma4_lark import fastpath, fuzz, tokens
 from gemma4_lark.possessive import POSSESSIVE
 from timing import Guard, guard_tests
 
@@ -27,8 +28,8 @@ CALL = '<|tool_call>call:get_weather{location:' + D + 'Tokyo, JP' + D + ',days:3
 def _events(text: str, *, jump: bool, sizes=None, **options):
     ids = itertools.count()
     parser = StreamParser(id_factory=lambda: f"call_{next(ids)}", **options)
-    saved = stream._BLOCK_JUMP_MIN
-    stream._BLOCK_JUMP_MIN = 0 if jump else 10**18  # (0: tried on short chunks too)
+    saved = stream.BLOCK_JUMP_MIN
+    stream.BLOCK_JUMP_MIN = 0 if jump else 10**18  # (0: tried on short chunks too)
     try:
         events = []
         if sizes is None:
@@ -42,7 +43,7 @@ def _events(text: str, *, jump: bool, sizes=None, **options):
                 at += size
         events += parser.flush()
     finally:
-        stream._BLOCK_JUMP_MIN = saved
+        stream.BLOCK_JUMP_MIN = saved
     return [repr(e) for e in events]
 
 
@@ -120,8 +121,8 @@ def test_edges(text, strict):
 @pytest.mark.skipif(not POSSESSIVE, reason="Python 3.10's re has no possessive quantifiers: the scan reads every block")
 def test_a_whole_block_is_read_in_one_step(monkeypatch):
     markers = []
-    real = StreamParser._on_marker
-    monkeypatch.setattr(StreamParser, "_on_marker", lambda self, m, *a: markers.append(m) or real(self, m, *a))
+    real = StreamMachine.transition
+    monkeypatch.setattr(StreamMachine, "transition", lambda self, m, *a: markers.append(m) or real(self, m, *a))
     StreamParser().feed("hi " + CALL + CALL)
     assert markers == ["<|tool_call>", "<|tool_call>"]  # the openers only: not the 10 delimiters and closers
 
@@ -157,7 +158,7 @@ test_time_grows_linearly, test_each_guard_can_fail = guard_tests(_GUARDS, twins=
 
 
 # ------------------------------------------------------------ the long rest, found by memchr ----
-# A rest of marker_search.SHORT characters or more is read by `_block_rest_end`'s loop (the `<`s
+# A rest of marker_search.SHORT characters or more is read by `block_rest_end`'s loop (the `<`s
 # one by one) until it is no longer ahead, then by the pattern: both must give the pattern's end.
 _LONG = ["x" * 300, "y<" * 40, "é" * 200, ":" + D + "x" * 300 + D, "[ " + D + "y<" * 40 + D + "]", "a" + D + "é" * 200 + D]
 
@@ -183,10 +184,10 @@ _RESTS = st.lists(_MEMBER, max_size=12).map(
 
 
 def _loop_against_pattern(text: str, i: int, strict: bool, every_text: bool) -> None:
-    pattern = stream._block_rest(strict)
+    pattern = stream.block_rest(strict)
     expected = pattern.match(text, i)
     with _short(0 if every_text else stream.marker_search.SHORT):
-        end, delimiters = stream._block_rest_end(pattern, strict, text, i)
+        end, delimiters = stream.block_rest_end(pattern, strict, text, i)
     assert end == (expected.end() if expected is not None else -1), (text, i)
     if delimiters is not None:  # handed on only with an end, and then every delimiter before it
         assert end != -1
@@ -231,8 +232,8 @@ def test_a_long_block_hands_its_delimiters_to_the_fast_path(monkeypatch):
     """A 20 KB call in one chunk: read by the loop, decoded by the fast path at the delimiters
     the scan found (the block is not split again), to the same call."""
     seen = []
-    real = stream.fastpath.parse_call
-    monkeypatch.setattr(stream.fastpath, "parse_call", lambda *a, **k: seen.append(k.get("delimiters")) or real(*a, **k))
+    real = fastpath.parse_call
+    monkeypatch.setattr(fastpath, "parse_call", lambda *a, **k: seen.append(k.get("delimiters")) or real(*a, **k))
     code = ("def f(x):\n    return x > 3 and {'a': [x]}\n" * 25 + "# x < y\n") * 16  # a `<` a KB: the loop's
     text = "hi <|tool_call>call:write{path:" + D + "a.py" + D + ",content:" + D + code + D + ",n:2}<tool_call|> bye"
     [call] = [e for e in StreamParser().feed(text) if e.type == "tool_call_end"]

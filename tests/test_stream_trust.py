@@ -11,6 +11,7 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 
 import gemma4_lark
+import gemma4_lark.blocks
 from gemma4_incremental import (
     StreamParser, Text, ThinkingDelta, ToolCallEnd, ToolCallError, ToolCallStart, collect, parse_output,
 )
@@ -191,7 +192,7 @@ def test_the_stream_survives_any_failure_of_a_decoder(monkeypatch, strict):
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(gemma4_lark, "parse_call", broken)
+    monkeypatch.setattr(gemma4_lark.blocks, "parse_call", broken)  # (where blocks are decided)
     text = "Before " + CALL + " after"
     parser = StreamParser(strict=strict)
     events = parser.feed(text)
@@ -454,7 +455,7 @@ def test_the_stream_recovers_a_syntax_error_whatever_its_wording(monkeypatch):
     def rejects(raw, **options):
         raise gemma4_lark.GemmaSyntaxError("nesting deeper than anything, in words only", source=raw, pos=0)
 
-    monkeypatch.setattr(gemma4_lark, "parse_call", rejects)
+    monkeypatch.setattr(gemma4_lark.blocks, "parse_call", rejects)  # (where blocks are decided)
     parser = StreamParser()  # (the stream's decoders: parse_output's express path never reaches them)
     [call] = [e for e in parser.feed("<|tool_call>call:f{a:1}<tool_call|>") + parser.flush() if e.type == "tool_call_end"]
     assert call.recovered and call.arguments == {"a": 1}

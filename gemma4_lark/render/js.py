@@ -59,14 +59,14 @@ def parse_json(text: str):
     try:
         return json.loads(text, parse_constant=_reject_constant)
     except RecursionError:  # json's C decoder recurses per level; the slow path does not
-        return _parse_iteratively(text)
+        return parse_iteratively(text)
 
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _CONSTANTS = {"null": None, "true": True, "false": False}
 
 
-def _parse_iteratively(text: str, unique_keys: bool = False):
+def parse_iteratively(text: str, unique_keys: bool = False):
     """json.loads with an explicit stack of open arrays and objects: the same values and the same
     errors (json's own string and number scanners), in linear time, at any depth. Every failure is
     a `json.JSONDecodeError` with its position; `unique_keys`: an object naming a key twice is one

@@ -105,10 +105,10 @@ def decode_arguments(text: str, where) -> dict:
         # a key given twice, a constant, too many digits (no position from json.loads), or
         # nesting deeper than json's recursive reader goes: the same reading, iteratively, and
         # with the position of whatever fails
-        from .js import _parse_iteratively
+        from .js import parse_iteratively
 
         try:
-            value = _parse_iteratively(text, unique_keys=True)
+            value = parse_iteratively(text, unique_keys=True)
         except json.JSONDecodeError as error:
             raise _not_json_error(where, error) from None
     if not isinstance(value, dict):

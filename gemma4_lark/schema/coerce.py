@@ -98,7 +98,7 @@ def resolve(schema: Any, root: Any) -> dict | None:
     return None
 
 
-def _types(schema: dict) -> set | None:
+def declared_types(schema: dict) -> set | None:
     """The types `type` (and `nullable`) allow, or None when it sets none."""
     declared = schema.get("type")
     if isinstance(declared, str):
@@ -154,7 +154,7 @@ def _accepts_here(s: dict, root: Any, value: Any, depth: int, seen: dict, cache:
     enum = s.get("enum")
     if isinstance(enum, list) and not _in_enum(enum, value, cache):
         return False
-    types = _types(s)
+    types = declared_types(s)
     if types is not None and not _type_ok(value, types):
         return False
     for key in ("anyOf", "oneOf"):
@@ -220,7 +220,7 @@ def container_view(schema: Any, root: Any, kind: str, depth: int = 0, node: Any 
 
 
 def _container_view(s: dict, root: Any, kind: str, depth: int, node: Any, cache: dict | None) -> dict | None:
-    types = _types(s)
+    types = declared_types(s)
     if types is not None and kind not in types:
         return None
     view = {k: s[k] for k in ("properties", "patternProperties", "additionalProperties", "items",
@@ -231,7 +231,7 @@ def _container_view(s: dict, root: Any, kind: str, depth: int, node: Any, cache:
             allowed = []
             for branch in branches:
                 b = resolve(branch, root)
-                if b is not None and (_types(b) is None or kind in _types(b)):
+                if b is not None and (declared_types(b) is None or kind in declared_types(b)):
                     allowed.append(b)
             if len(allowed) > 1 and node is not None:
                 allowed.sort(key=lambda b: not fits(b, root, node, cache))  # stable: the first that fits
@@ -270,7 +270,7 @@ def fits(schema: Any, root: Any, node: Any, cache: dict | None = None) -> bool:
         s = resolve(schema, root)
         if s is None:
             continue
-        types = _types(s)
+        types = declared_types(s)
         if types is not None and ("object" if kind is dict else "array") not in types:
             return False
         view = container_view(s, root, "object" if kind is dict else "array", cache=cache)

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from ..diagnostics import Diagnostic, LineIndex
 from ..tools import ShapeError, Tool, read_tools
-from .coerce import Typing, _types, pointer_text, resolve
+from .coerce import Typing, declared_types, pointer_text, resolve
 from .lexeme import Scalar
 from .normal import normalize
 
@@ -133,7 +133,7 @@ def _string_hints(parameters: Any) -> StringHints | None:
     strings = set()
     for key, schema in properties.items():
         s = resolve(schema, parameters)
-        if s is not None and _types(s) == {"string"} and not any(k in s for k in ("anyOf", "oneOf", "enum", "const")):
+        if s is not None and declared_types(s) == {"string"} and not any(k in s for k in ("anyOf", "oneOf", "enum", "const")):
             strings.add(key)
     closed = root.get("additionalProperties") is False and not root.get("patternProperties")
     return StringHints(frozenset(properties), frozenset(strings), not closed)

@@ -220,6 +220,11 @@ class ThoughtGate:
         return StreamParser.for_tokenizer(self._tokenizer, **options)
 
     @property
+    def reads_token_ids(self) -> bool:
+        """Whether the gate reads markers by token id (it was given a tokenizer)."""
+        return self._markers is not None
+
+    @property
     def opened(self) -> bool:
         """Whether the output opened with a thought (or started in one): what comes after it that
         is a thought too is a second one, joined to it by a newline."""
@@ -262,7 +267,7 @@ class ThoughtGate:
         reasoning: list[str] = []
         accounted = self._held_at
         parser = self._parser
-        for event in parser.feed(text) if marks is None else parser._feed_aligned(text, marks):
+        for event in parser.feed(text) if marks is None else parser.feed_aligned(text, marks):
             kind = type(event)
             if kind is ThinkingDelta or kind is ThinkingStart:
                 reasoning.append(event.text if kind is ThinkingDelta else "")
@@ -284,7 +289,7 @@ class ThoughtGate:
             return None, self._head
         events = []
         if self._carry:  # a character never completed: as the whole text has it
-            events = self._parser._feed_aligned(self._markers._decode(list(self._carry), skip_special_tokens=False), ())
+            events = self._parser.feed_aligned(self._markers.decode(list(self._carry), skip_special_tokens=False), ())
         held = [e.text for e in events + self._parser.flush() if type(e) is ThinkingDelta]
         return ("".join(held) if held else None), ""
 

@@ -97,7 +97,7 @@ class Gemma4LarkDetector(BaseFormatDetector):
             options = self._options(tools)
             parser = token_parser(self.tokenizer, options) if self.tokenizer is not None else None
             self._deltas = ToolCallDeltas(parser or StreamParser(**options), stream_arguments=self.stream_arguments)
-        if token_ids is not None and self._deltas.stream.parser._markers is None:
+        if token_ids is not None and not self._deltas.stream.parser.reads_token_ids:
             token_ids = None  # (no tokenizer to read them with)
         return _result(self._deltas.feed(new_text, token_ids), self.incomplete_tool_call_indices)
 

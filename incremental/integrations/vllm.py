@@ -283,7 +283,7 @@ class Gemma4LarkReasoningParser(_StrippedCheck, ReasoningParser):
             self._gate = ThoughtGate(start_in_thinking=self._start_in_thinking, tokenizer=tokenizer)
         if self._gate.ended:  # (vLLM stops calling once the thought is over) the rest is content
             return DeltaMessage(content=delta_text) if delta_text else None
-        ids = list(delta_token_ids) if self._gate._markers is not None and delta_token_ids is not None else None
+        ids = list(delta_token_ids) if self._gate.reads_token_ids and delta_token_ids is not None else None
         reasoning, content, forward = self._gate.feed(delta_text, ids)
         content += forward or ""
         if reasoning is None and not content:
