@@ -188,7 +188,8 @@ class ToolCallError(Event):
 
 
 TOOL_CALL_ERROR_CODES = frozenset({
-    "syntax", "unclosed", "lossy", "too-large", "too-deep", "unknown-tool", "tool-choice", "schema", "internal",
+    "syntax", "unclosed", "lossy", "too-large", "too-deep", "unknown-tool", "tool-choice", "schema", "unreadable",
+    "internal",
 })
 """Every `ToolCallError.code` (docs/schema.md says what each means)."""
 

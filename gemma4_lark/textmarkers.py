@@ -7,6 +7,7 @@ they return. The replacement keeps every length, so every position is one in the
 
 from __future__ import annotations
 
+import re
 from typing import Any, Collection
 
 from .render.safety import CONTROL
@@ -28,15 +29,26 @@ def spelled_markers(raw: str, base: int, marks: Collection[int]) -> list[int]:
     return found
 
 
-def mask_for(raw: str, spelled: Collection[int]) -> str:
+# The private-use characters (the BMP's area and planes 15 and 16): text to every decoder, and
+# what a mask is taken from.
+_PRIVATE_USE = ((0xE000, 0xF8FF), (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD))
+_PRIVATE_USE_CHARACTER = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in _PRIVATE_USE) + "]")
+
+
+def mask_for(raw: str, spelled: Collection[int]) -> str | None:
     """A character `raw` does not hold, to stand for the `<` of each spelling at `spelled` while the
-    decoders read it; "" when there is none to stand for."""
+    decoders read it; "" when there is none to stand for; None when `raw` holds every private-use
+    character (137,468 of them), so that no mask can be told from the block's own text: the caller
+    then reads no call from it (a spelled marker is never taken for markup). Linear: one pass over
+    `raw` for the private-use characters it holds, then at most one look-up more than it holds."""
     if not spelled:
         return ""
-    for code in range(0xE000, 0xF900):  # private use: one absent from the block is soon found
-        if chr(code) not in raw:
-            return chr(code)
-    return ""  # (cannot happen below 6,400 distinct private-use characters in one block)
+    held = set(_PRIVATE_USE_CHARACTER.findall(raw))
+    for first, last in _PRIVATE_USE:
+        for code in range(first, last + 1):
+            if chr(code) not in held:
+                return chr(code)
+    return None
 
 
 def spelled_out(raw: str, spelled: Collection[int], mask: str) -> str:
