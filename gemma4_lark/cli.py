@@ -191,6 +191,16 @@ class _GuardedStdout:
         return getattr(self._stream, name)
 
 
+def escape_unencodable_output() -> None:
+    """Make standard output write what it cannot encode as a backslash escape instead of failing.
+    With UTF-8 that is a lone surrogate (a JSON record's or a target's `\\ud83d`: an emoji cut in
+    half), written as the same `\\ud83d`: a valid escape inside a JSON string, readable in text. For
+    the commands whose output repeats what they read (validate, conformance)."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")
+
+
 def _discard_stdout() -> None:
     """Point fd 1 at the null device, so the interpreter's last flush at exit has nowhere to fail."""
     try:
@@ -204,6 +214,7 @@ def _discard_stdout() -> None:
 
 # --- positions ----------------------------------------------------------------------------------
 _EXCERPT = 60  # characters shown either side of a caret
+_SURROGATE = re.compile("[\ud800-\udfff]")  # each is written as a six-character escape
 
 
 def caret_lines(text: str, pos: int) -> str:
@@ -216,7 +227,8 @@ def caret_lines(text: str, pos: int) -> str:
         end = high
     prefix = "..." if start > 0 and text[start - 1] != "\n" else ""
     suffix = "..." if end < len(text) and text[end] != "\n" else ""
-    return f"{prefix}{text[start:end]}{suffix}\n{' ' * (len(prefix) + pos - start)}^"
+    escapes = len(_SURROGATE.findall(text, start, pos))
+    return f"{prefix}{text[start:end]}{suffix}\n{' ' * (len(prefix) + pos - start + 5 * escapes)}^"
 
 
 # --- validate -----------------------------------------------------------------------------------
@@ -285,6 +297,11 @@ def _jsonl_records(path: str, field: str | None):
             stream.close()
 
 
+# Distinct problems remembered to say once and count after: the first few, so memory does not grow
+# with the records (problems that name an offset, like "not UTF-8", are all distinct: each is said).
+_REMEMBERED_PROBLEMS = 64
+
+
 class _Tally:
     """Counts for the summary of a run over several inputs: outputs by verdict, findings by code."""
 
@@ -292,6 +309,7 @@ class _Tally:
         self.valid = self.invalid = self.no_output = self.unreadable = 0
         self.codes: dict = {}
         self.repeats: dict = {}  # a problem met again (a mistyped --field): its count after the first
+
 
     def line(self, files: int) -> str:
         text = f"{files} file(s), {self.valid + self.invalid} output(s): {self.valid} valid, {self.invalid} invalid"
@@ -324,6 +342,7 @@ def _load_tools(path: str):
 
 
 def cmd_validate(args) -> int:
+    escape_unencodable_output()
     if args.field is not None and not args.jsonl:
         raise CommandError("--field picks a field of JSONL records: it needs --jsonl")
     several = args.jsonl or len(args.files) > 1
@@ -360,7 +379,7 @@ def cmd_validate(args) -> int:
             if repeat in tally.repeats:  # said once, counted after (a mistyped --field: every record)
                 tally.repeats[repeat] += 1
                 return
-            if "line" in where:
+            if "line" in where and len(tally.repeats) < _REMEMBERED_PROBLEMS:
                 tally.repeats[repeat] = 0
             print(f"{label}: error: {problem}")
         for d in diagnostics:

@@ -161,3 +161,39 @@ def test_malformed_tools_file_is_one_error_before_any_record(tmp_path, capsys):
     path.write_text(json.dumps({"output": GOOD}) + "\n")
     code, out, err = _run(capsys, "validate", "--jsonl", "--tools", tools, path)
     assert code == 2 and out == "" and "tools.json" in err and "name" in err and "Traceback" not in err
+
+
+def test_jsonl_memory_does_not_grow_with_records_whose_problems_all_differ(tmp_path, monkeypatch):
+    """Each non-UTF-8 line's problem names its own offset: all are said, none is kept."""
+    import os
+    import sys
+    import tracemalloc
+
+    def peak(records: int) -> int:
+        path = tmp_path / f"{records}.jsonl"
+        path.write_bytes(b'{"output": "\xff"}\n' * records)
+        with open(os.devnull, "w") as sink:
+            monkeypatch.setattr(sys, "stdout", sink)
+            tracemalloc.start()
+            try:
+                assert main(["validate", "--jsonl", str(path)]) == 1
+                return tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+
+    peak(10)  # (imports and first-use caches out of the way)
+    assert peak(16_000) < 2 * peak(2_000)
+
+
+def test_a_lone_surrogate_in_a_record_is_checked_like_any_record(tmp_path, capsys):
+    path = tmp_path / "evals.jsonl"
+    path.write_text('{"output": "\\ud83d x <|tool_call>call:f{a:1,}<tool_call|>"}\n{"output": "fine"}\n')
+    code = main(["validate", "--jsonl", str(path)])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 1
+    excerpt, caret = out[1], out[2]
+    assert excerpt.startswith("\\ud83d x ") and caret.index("^") == excerpt.index(",}") + 1
+    assert out[-2] == "1 file(s), 2 output(s): 1 valid, 1 invalid"
+    code = main(["validate", "--jsonl", "--json", str(path)])
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r.get("valid") for r in records[:2]] == [False, True] and records[2]["summary"]["outputs"] == 2
