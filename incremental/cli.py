@@ -9,7 +9,8 @@ import os
 import sys
 
 from gemma4_lark.cli import (
-    CommandError, NotUTF8, add_max_depth, at_least, check_reader, display_name, optional_dependencies, stdin_binary,
+    CommandError, NotUTF8, add_max_depth, at_least, check_reader, display_name, escape_unencodable_output,
+    optional_dependencies, stdin_binary,
 )
 from gemma4_lark.events import Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError
 
@@ -245,7 +246,8 @@ def register_conformance(sub) -> None:
     r.add_argument("--timeout", type=_seconds, default=5.0, metavar="SECONDS",
                    help="per case: no answer in this time is the case's failure (default 5)")
     r.add_argument("--startup", type=_seconds, default=30.0, metavar="SECONDS",
-                   help="extra time for the first answer after the target (re)starts (default 30)")
+                   help="extra time for the target's first answer (default 30); a restarted target gets at most "
+                        "twice what that first answer took")
     r.add_argument("--report", metavar="FILE.json", help="also write the full report, every failure, as JSON")
     r.add_argument("--generated", type=at_least(0), default=200, metavar="N",
                    help="canonical model outputs generated from the seed (default 200)")
@@ -253,6 +255,9 @@ def register_conformance(sub) -> None:
     r.add_argument("--seed", type=int, default=0, help="seed of the generated and mutated cases (default 0)")
     r.add_argument("--shrink-seconds", type=_seconds, default=10.0, metavar="SECONDS",
                    help="time to shrink the smallest failure of each category (default 10)")
+    r.add_argument("--stop-after-hangs", type=at_least(0), default=20, metavar="N",
+                   help="N cases in a row with no answer in time: the target has stopped answering, the cases "
+                        "left are not sent and the run ends (exit 1); 0: never (default 20)")
     r.set_defaults(run=cmd_conformance_run)
     s = actions.add_parser("serve", help="this project's parser as a target (what the kit expects)")
     s.set_defaults(run=cmd_conformance_serve)
@@ -281,8 +286,11 @@ def cmd_conformance_export(args) -> int:
 
 
 def cmd_conformance_run(args) -> int:
+    from gemma4_lark.conformance.protocol import json_text
+
     from . import conformance
 
+    escape_unencodable_output()  # the summary repeats the target's answers, which may hold a lone surrogate
     if args.report:
         try:  # a report that cannot be written is a usage error, found before the run rather than after
             open(args.report, "a").close()
@@ -296,13 +304,13 @@ def cmd_conformance_run(args) -> int:
     try:
         report = conformance.run(args.target, timeout=args.timeout, startup=args.startup, seed=args.seed,
                                  generated=args.generated, mutated=args.mutated, shrink_seconds=args.shrink_seconds,
-                                 progress=progress)
+                                 stop_after_hangs=args.stop_after_hangs, progress=progress)
     except conformance.TargetDoesNotRun as err:
         raise CommandError(f"the target {args.target!r} answered no case: {err}") from None
-    if args.report:
+    if args.report:  # made whole before the file is opened: a report is written entirely or not at all
+        text = json_text(report.to_dict(), indent=1) + "\n"
         with open(args.report, "w", encoding="utf-8") as f:
-            json.dump(report.to_dict(), f, ensure_ascii=False, indent=1)
-            f.write("\n")
+            f.write(text)
     print(conformance.summary(report))
     if args.report:
         print(f"\nfull report: {args.report}")
@@ -312,8 +320,5 @@ def cmd_conformance_run(args) -> int:
 def cmd_conformance_serve(args) -> int:
     from . import conformance
 
-    stdin = sys.stdin
-    if stdin is None:
-        raise CommandError("standard input is closed")
-    conformance.serve(stdin, sys.stdout)
+    conformance.serve(stdin_binary(), sys.stdout)  # bytes: a line that is not UTF-8 is one request's error
     return 0
