@@ -22,13 +22,18 @@ from .parser import StreamParser
 def register_parse(sub) -> None:
     p = sub.add_parser("parse", help="stream model output through the incremental parser",
                        description="Feed model output to the streaming parser and print what it finds; "
-                                   "exit 1 if a block failed.")
+                                   "exit 1 if a block failed. parse is what a server does with a stream: it "
+                                   "recovers the blocks docs/leniency.md lists (a trailing comma, a block closed "
+                                   "by <turn|>) and judges call blocks alone, so it exits 0 on outputs that "
+                                   "validate rejects. With --strict a block the grammar rejects fails (exit 1); "
+                                   "validate also judges what is around blocks (text after a stop marker).")
     p.add_argument("file", metavar="FILE", help="input file, or - for standard input (read as it arrives)")
     p.add_argument("--chunk", type=at_least(1), default=None, metavar="N",
                    help="feed N characters at a time (default: each read as it arrives)")
     p.add_argument("--no-thinking", action="store_true", help="leave thought-channel markup in the text")
     p.add_argument("--start-in-thinking", action="store_true", help="the prompt ended inside a thought")
-    p.add_argument("--strict", action="store_true", help="never recover a block the grammar rejects")
+    p.add_argument("--strict", action="store_true",
+                   help="never recover a block the grammar rejects: it fails, and the exit status is 1")
     p.add_argument("--format", choices=["events", "summary", "openai"], default="events",
                    help="events: one JSON event per line as they come, in constant memory (default); "
                         "summary: text, thoughts, calls and errors as one JSON object; "
