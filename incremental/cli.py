@@ -9,7 +9,7 @@ import os
 import sys
 
 from gemma4_lark.cli import (
-    CommandError, NotUTF8, add_max_depth, at_least, check_reader, display_name, escape_unencodable_output,
+    CommandError, NotUTF8, Progress, add_max_depth, at_least, check_reader, display_name, escape_unencodable_output,
     optional_dependencies, stdin_binary,
 )
 from gemma4_lark.events import Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError
@@ -244,8 +244,11 @@ def register_conformance(sub) -> None:
     e.set_defaults(run=cmd_conformance_export)
     r = actions.add_parser("run", help="send every case to a parser under test; exit 1 if it disagrees on any",
                            description="Run the corpus and generated and mutated cases against --target; print a "
-                                       "summary by category. Exit 0: every case agrees; 1: some disagree; 2: usage "
-                                       "error, or a target that never answers.")
+                                       "summary by category and kind of failure, naming the failing cases. On a "
+                                       "terminal, a status line on standard error says how far the run is. A "
+                                       "target's answer is one line per request; more is a protocol failure. "
+                                       "Exit 0: every case agrees; 1: some disagree; 2: usage error, or a target "
+                                       "that never answers.")
     r.add_argument("--target", required=True, metavar="CMD",
                    help="the parser under test: a shell command reading requests and writing answers, one JSON line each")
     r.add_argument("--timeout", type=_seconds, default=5.0, metavar="SECONDS",
@@ -302,16 +305,15 @@ def cmd_conformance_run(args) -> int:
         except OSError as err:
             raise CommandError(f"cannot write the report {args.report}: {err.strerror or err}") from None
 
-    def progress(number, total, report):
-        if number % 100 == 0 and sys.stderr.isatty():
-            print(f"  {number}/{total} cases, {len(report.failed)} failed", file=sys.stderr, flush=True)
-
+    progress = Progress()  # on a terminal: how far the run is, and how long the target has said nothing
     try:
         report = conformance.run(args.target, timeout=args.timeout, startup=args.startup, seed=args.seed,
                                  generated=args.generated, mutated=args.mutated, shrink_seconds=args.shrink_seconds,
-                                 stop_after_hangs=args.stop_after_hangs, progress=progress)
+                                 stop_after_hangs=args.stop_after_hangs, status=progress.show)
     except conformance.TargetDoesNotRun as err:
         raise CommandError(f"the target {args.target!r} answered no case: {err}") from None
+    finally:
+        progress.clear()
     if args.report:  # made whole before the file is opened: a report is written entirely or not at all
         text = json_text(report.to_dict(), indent=1) + "\n"
         with open(args.report, "w", encoding="utf-8") as f:

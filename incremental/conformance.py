@@ -28,6 +28,7 @@ from gemma4_lark.conformance import corpus, generate
 from gemma4_lark.conformance.protocol import (
     CATEGORIES, PROTOCOL_VERSION, ProtocolError, categorize, json_text, read_answer, request_line,
 )
+from gemma4_lark.conformance.summary import summary  # noqa: F401 - the runner's summary, where the CLI finds it
 
 from .openai import to_openai_message
 from .output import collect
@@ -103,7 +104,7 @@ class Target:
         self.command = command
         self.timeout = timeout
         self.startup = startup
-        self.waiting = waiting  # called with the seconds waited so far, about once a second of waiting
+        self.waiting = waiting  # called with the seconds waited so far and the limit, about once a second of waiting
         self.process: subprocess.Popen | None = None
         self.starts = 0
         self.answers = 0
@@ -226,7 +227,7 @@ class Target:
                     self.stop(grace=0)  # it hangs: it will not exit on its own in time either
                     return Reply("timeout", None, f"no answer in {limit:g} s")
                 if self.waiting and now - asked >= _WAIT_STEP:
-                    self.waiting(now - asked)
+                    self.waiting(now - asked, limit)
                 for key, _ in selector.select(min(left, _WAIT_STEP)):
                     if key.fd == stdin:
                         try:
@@ -417,12 +418,13 @@ def shrink(target: Target, failure: Failure, seconds: float) -> Failure:
 
 def run(command: str, *, timeout: float = DEFAULT_TIMEOUT, startup: float = DEFAULT_STARTUP, seed: int = 0,
         generated: int = 200, mutated: int = 200, shrink_seconds: float = 10.0,
-        stop_after_hangs: int = DEFAULT_STOP_AFTER_HANGS, progress=None, waiting=None) -> Report:
+        stop_after_hangs: int = DEFAULT_STOP_AFTER_HANGS, status=None) -> Report:
     """Send every case to `command`; a Report of what it got wrong. Raises TargetDoesNotRun when
     the first cases all crash or time out and the target never answered. After `stop_after_hangs`
     timeouts in a row (0: never) the target has stopped answering: the cases left are not sent
-    (`Report.not_sent`). `progress(number, total, report)` is called after each case,
-    `waiting(number, total, case id, seconds)` about once a second while the target says nothing."""
+    (`Report.not_sent`). `status(text)`, when given, is told how far the run is: after each case,
+    about once a second while the target says nothing, and before each shrink."""
+    status = status or (lambda text: None)
     start = time.monotonic()
     todo = cases(seed, generated, mutated)
     report = Report(command, seed=seed, counts={
@@ -433,8 +435,8 @@ def run(command: str, *, timeout: float = DEFAULT_TIMEOUT, startup: float = DEFA
     try:
         previous = None
         for number, case in enumerate(todo, 1):
-            if waiting:
-                target.waiting = lambda seconds, n=number, i=case.id: waiting(n, len(todo), i, seconds)
+            target.waiting = lambda seconds, limit, n=number, i=case.id: status(
+                f"case {n}/{len(todo)} ({i}): no answer yet, {seconds:.0f} s of {limit:g} s")
             category, got, stray = _judge(target, case.request, case.answer)
             if stray and previous:
                 _wrote_more(report, previous, stray)
@@ -446,8 +448,7 @@ def run(command: str, *, timeout: float = DEFAULT_TIMEOUT, startup: float = DEFA
                 report.failed.append(Failure(case.id, category, case.request, case.answer, got))
                 if target.answers == 0 and category in ("crash", "timeout") and len(report.failed) >= _NEVER_ANSWERED:
                     raise TargetDoesNotRun(got)
-            if progress:
-                progress(number, len(todo), report)
+            status(f"case {number}/{len(todo)}: {report.passed} passed, {len(report.failed)} failed")
             hangs = hangs + 1 if category == "timeout" else 0
             if stop_after_hangs and hangs >= stop_after_hangs:
                 report.not_sent = len(todo) - number
@@ -460,47 +461,10 @@ def run(command: str, *, timeout: float = DEFAULT_TIMEOUT, startup: float = DEFA
             failures = [f for f in report.failed if f.category == category]
             if failures:
                 first = min(failures, key=lambda f: len(f.request["text"]))
+                status(f"shrinking the smallest {category} failure ({first.id}), {shrink_seconds:g} s at most")
                 report.smallest[category] = (shrink(target, first, shrink_seconds), first.id, len(first.request["text"]))
     finally:
         report.starts = target.starts
         target.close()
         report.seconds = time.monotonic() - start
     return report
-
-
-# --- the terminal summary ---------------------------------------------------------------------------
-def _show(value, width: int = 110) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = json.dumps(text, ensure_ascii=False)[1:-1] if isinstance(value, str) else text
-    return text if len(text) <= width else text[:width - 3] + "..."
-
-
-def summary(report: Report) -> str:
-    """The table a maintainer reads: failures per category, then the smallest input of each."""
-    lines = [f"gemma4-lark conformance (corpus {corpus.VERSION}, protocol {PROTOCOL_VERSION}) against: {report.target}",
-             f"{report.cases} cases ({report.counts.get('corpus', 0)} from the corpus, {report.counts.get('generated', 0)} generated,"
-             f" {report.counts.get('mutated', 0)} mutated; seed {report.seed}): {report.passed} passed,"
-             f" {len(report.failed)} failed, in {report.seconds:.1f} s"
-             f" ({1000 * report.seconds / max(report.cases, 1):.1f} ms per case); target started {report.starts} time(s)",
-             ""]
-    if report.not_sent:
-        lines[-1:-1] = [f"The target stopped answering: no answer to the last cases in a row, so the {report.not_sent}"
-                        f" case(s) left were not sent (--stop-after-hangs).", ""]
-    if not report.failed:
-        lines.append("The target agrees with the kit on every case.")
-        return "\n".join(lines)
-    tally = report.by_category
-    lines.append(f"{'category':<16}{'failed':>7}  {'first failing case':<44}what it means")
-    for category, meaning in CATEGORIES.items():
-        if category in tally:
-            first = next(f for f in report.failed if f.category == category)
-            lines.append(f"{category:<16}{tally[category]:>7}  {first.id:<44}{meaning}")
-    lines += ["", "Smallest failing input of each category (shrunk; the expected answer is this project's strict parser's):"]
-    for category, (shrunk, origin, length) in report.smallest.items():
-        lines.append(f"  {category}  (from {origin}, {length} -> {len(shrunk.request['text'])} characters)")
-        lines.append(f"    input     {_show(shrunk.request['text'])}")
-        if shrunk.request.get("options"):
-            lines.append(f"    options   {_show(shrunk.request['options'])}")
-        lines.append(f"    expected  {_show(shrunk.expected)}")
-        lines.append(f"    got       {_show(shrunk.got)}")
-    return "\n".join(lines)
