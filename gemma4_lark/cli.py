@@ -14,6 +14,7 @@ import re
 import select
 import stat
 import sys
+import time
 from contextlib import contextmanager
 from importlib import metadata
 
@@ -191,6 +192,64 @@ class _GuardedStdout:
         return getattr(self._stream, name)
 
 
+def escape_unencodable_output() -> None:
+    """Make standard output write what it cannot encode as a backslash escape instead of failing.
+    With UTF-8 that is a lone surrogate (a JSON record's or a target's `\\ud83d`: an emoji cut in
+    half), written as the same `\\ud83d`: a valid escape inside a JSON string, readable in text. For
+    the commands whose output repeats what they read (validate, conformance)."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")
+
+
+class Progress:
+    """One status line on standard error, rewritten in place, for the commands that can run long
+    (validate --jsonl, conformance run); written only when standard error is a terminal, as pip
+    and pytest do, so logs and pipes get no carriage returns. Whoever prints to the same terminal
+    calls clear() first."""
+
+    def __init__(self, stream=None, interval: float = 0.2):
+        self.stream = sys.stderr if stream is None else stream
+        try:
+            self.enabled = bool(self.stream.isatty())
+        except (AttributeError, OSError, ValueError):
+            self.enabled = False
+        self.interval = interval
+        self._shown_at = float("-inf")
+        self._width = 0
+
+    def show(self, text: str) -> None:
+        """Say `text`, unless the line was rewritten less than `interval` seconds ago."""
+        if not self.enabled or time.monotonic() - self._shown_at < self.interval:
+            return
+        self._shown_at = time.monotonic()
+        width = max(20, _terminal_columns() - 1)
+        if len(text) > width:  # the end says how far: a long file name gives way
+            text = "..." + text[len(text) - width + 3:]
+        self._write("\r" + text + " " * max(0, self._width - len(text)))
+        self._width = len(text)
+
+    def clear(self) -> None:
+        if self.enabled and self._width:
+            self._write("\r" + " " * self._width + "\r")
+            self._width = 0
+            self._shown_at = float("-inf")
+
+    def _write(self, text: str) -> None:
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):  # the terminal went away: the work goes on without a status
+            self.enabled = False
+
+
+def _terminal_columns() -> int:
+    try:
+        return os.get_terminal_size(2).columns
+    except (OSError, ValueError):
+        return 80
+
+
 def _discard_stdout() -> None:
     """Point fd 1 at the null device, so the interpreter's last flush at exit has nowhere to fail."""
     try:
@@ -204,6 +263,7 @@ def _discard_stdout() -> None:
 
 # --- positions ----------------------------------------------------------------------------------
 _EXCERPT = 60  # characters shown either side of a caret
+_SURROGATE = re.compile("[\ud800-\udfff]")  # each is written as a six-character escape
 
 
 def caret_lines(text: str, pos: int) -> str:
@@ -216,7 +276,8 @@ def caret_lines(text: str, pos: int) -> str:
         end = high
     prefix = "..." if start > 0 and text[start - 1] != "\n" else ""
     suffix = "..." if end < len(text) and text[end] != "\n" else ""
-    return f"{prefix}{text[start:end]}{suffix}\n{' ' * (len(prefix) + pos - start)}^"
+    escapes = len(_SURROGATE.findall(text, start, pos))
+    return f"{prefix}{text[start:end]}{suffix}\n{' ' * (len(prefix) + pos - start + 5 * escapes)}^"
 
 
 # --- validate -----------------------------------------------------------------------------------
@@ -255,9 +316,18 @@ def _as_output(value, name: str) -> str:
     return value
 
 
+def _record_id(record) -> str | int | None:
+    """The record's `id` when it has one that names it (a string or an integer)."""
+    if isinstance(record, dict):
+        value = record.get("id")
+        if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+            return value
+    return None
+
+
 def _jsonl_records(path: str, field: str | None):
-    """(line number, field name, model output or None, problem or None) for each non-blank line,
-    one at a time: memory holds one line, however long the file."""
+    """(line number, record id or None, field name, model output or None, problem or None) for each
+    non-blank line, one at a time: memory holds one line, however long the file."""
     stream = stdin_binary() if path == "-" else open(path, "rb")
     try:
         offset = 0
@@ -269,20 +339,38 @@ def _jsonl_records(path: str, field: str | None):
                 try:
                     raw = raw.decode("utf-8")
                 except UnicodeDecodeError as err:
-                    yield number, field, None, not_utf8(err, start)
+                    yield number, None, field, None, not_utf8(err, start)
                     continue
             if not raw.strip():
                 continue
             try:
                 record = load_json(raw.rstrip("\r\n"), "", "the record")
-                yield (number, *_field(record, field), None)
             except CommandError as err:  # not JSON, or nested past what Python's reader follows
-                yield number, field, None, str(err)
+                yield number, None, field, None, str(err)
+                continue
+            record_id = _record_id(record)
+            try:
+                name, output = _field(record, field)
             except ValueError as err:
-                yield number, field, None, str(err)
+                yield number, record_id, field, None, str(err)
+                continue
+            yield number, record_id, name, output, None
     finally:
         if path != "-":
             stream.close()
+
+
+def record_label(name: str, number: int, record_id) -> str:
+    """How a finding names a JSONL record: FILE:LINE, and its `id` when it has one."""
+    if record_id is None:
+        return f"{name}:{number}"
+    shown = json.dumps(record_id, ensure_ascii=False)
+    return f"{name}:{number} id={shown if len(shown) <= 80 else shown[:77] + '...'}"
+
+
+# Distinct problems remembered to say once and count after: the first few, so memory does not grow
+# with the records (problems that name an offset, like "not UTF-8", are all distinct: each is said).
+_REMEMBERED_PROBLEMS = 64
 
 
 class _Tally:
@@ -292,6 +380,7 @@ class _Tally:
         self.valid = self.invalid = self.no_output = self.unreadable = 0
         self.codes: dict = {}
         self.repeats: dict = {}  # a problem met again (a mistyped --field): its count after the first
+
 
     def line(self, files: int) -> str:
         text = f"{files} file(s), {self.valid + self.invalid} output(s): {self.valid} valid, {self.invalid} invalid"
@@ -324,10 +413,12 @@ def _load_tools(path: str):
 
 
 def cmd_validate(args) -> int:
+    escape_unencodable_output()
     if args.field is not None and not args.jsonl:
         raise CommandError("--field picks a field of JSONL records: it needs --jsonl")
-    several = args.jsonl or len(args.files) > 1
+    several = args.jsonl or len(args.files) > 1 or args.summary
     tally = _Tally()
+    progress = Progress()
     tools = _load_tools(args.tools) if args.tools is not None else None
 
     def report(where: dict, label: str, text: str | None, problem: str | None = None) -> None:
@@ -352,6 +443,9 @@ def cmd_validate(args) -> int:
             tally.no_output += 1
         else:
             tally.invalid += 1
+        if args.summary:
+            return
+        progress.clear()
         if args.json:
             print(json.dumps({**where, **result}, ensure_ascii=False))
             return
@@ -360,7 +454,7 @@ def cmd_validate(args) -> int:
             if repeat in tally.repeats:  # said once, counted after (a mistyped --field: every record)
                 tally.repeats[repeat] += 1
                 return
-            if "line" in where:
+            if "line" in where and len(tally.repeats) < _REMEMBERED_PROBLEMS:
                 tally.repeats[repeat] = 0
             print(f"{label}: error: {problem}")
         for d in diagnostics:
@@ -375,9 +469,12 @@ def cmd_validate(args) -> int:
         name = display_name(path)
         try:
             if args.jsonl:
-                for number, field, output, problem in _jsonl_records(path, args.field):
-                    where = {"file": name, "line": number, "field": field}
-                    report(where, f"{name}:{number}", output, problem)
+                for number, record_id, field, output, problem in _jsonl_records(path, args.field):
+                    where = {"file": name, "line": number, **({"id": record_id} if record_id is not None else {}),
+                             "field": field}
+                    report(where, record_label(name, number, record_id), output, problem)
+                    progress.show(f"{name}: {number} line(s) read; {tally.valid} valid, {tally.invalid} invalid,"
+                                  f" {tally.no_output} with no output")
             else:
                 try:
                     text = read_text(path)
@@ -392,10 +489,12 @@ def cmd_validate(args) -> int:
                 raise
             tally.unreadable += 1
             message = os_message(err, with_name=False) if isinstance(err, OSError) else str(err)
-            if args.json:
+            progress.clear()
+            if args.json and not args.summary:
                 print(json.dumps({"file": name, "valid": False, "error": message}, ensure_ascii=False))
             print(f"gemma4-lark validate: {name}: {message}", file=sys.stderr)
         check_reader()  # after the file: what it had to say is said
+    progress.clear()
     if several:
         if args.json:
             print(json.dumps({"summary": tally.to_dict(len(args.files))}))
@@ -610,10 +709,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("validate", help="check blocks, model outputs or transcripts against the grammar",
-                       description="Check each input against the grammar; exit 1 if any is invalid.")
+                       description="Check each input against the grammar; exit 1 if any is invalid. A JSONL "
+                                   "record is named by its line and, when it has one, its id field. On a "
+                                   "terminal, a status line on standard error says how far a long run is.")
     p.add_argument("files", nargs="+", metavar="FILE", help="input files, or - for standard input")
     p.add_argument("--json", action="store_true",
                    help="one JSON object per input (and a last summary line when there are several)")
+    p.add_argument("--summary", action="store_true",
+                   help="print only the summary (the counts by verdict and by code; with --json its one line): "
+                        "findings are counted, not shown")
     p.add_argument("--jsonl", action="store_true",
                    help="each FILE holds one JSON record per line, the model output in a field (see --field)")
     p.add_argument("--field", metavar="NAME",

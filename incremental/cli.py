@@ -9,7 +9,8 @@ import os
 import sys
 
 from gemma4_lark.cli import (
-    CommandError, NotUTF8, add_max_depth, at_least, check_reader, display_name, optional_dependencies, stdin_binary,
+    CommandError, NotUTF8, Progress, add_max_depth, at_least, check_reader, display_name, escape_unencodable_output,
+    optional_dependencies, stdin_binary,
 )
 from gemma4_lark.events import Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError
 
@@ -21,13 +22,18 @@ from .parser import StreamParser
 def register_parse(sub) -> None:
     p = sub.add_parser("parse", help="stream model output through the incremental parser",
                        description="Feed model output to the streaming parser and print what it finds; "
-                                   "exit 1 if a block failed.")
+                                   "exit 1 if a block failed. parse is what a server does with a stream: it "
+                                   "recovers the blocks docs/leniency.md lists (a trailing comma, a block closed "
+                                   "by <turn|>) and judges call blocks alone, so it exits 0 on outputs that "
+                                   "validate rejects. With --strict a block the grammar rejects fails (exit 1); "
+                                   "validate also judges what is around blocks (text after a stop marker).")
     p.add_argument("file", metavar="FILE", help="input file, or - for standard input (read as it arrives)")
     p.add_argument("--chunk", type=at_least(1), default=None, metavar="N",
                    help="feed N characters at a time (default: each read as it arrives)")
     p.add_argument("--no-thinking", action="store_true", help="leave thought-channel markup in the text")
     p.add_argument("--start-in-thinking", action="store_true", help="the prompt ended inside a thought")
-    p.add_argument("--strict", action="store_true", help="never recover a block the grammar rejects")
+    p.add_argument("--strict", action="store_true",
+                   help="never recover a block the grammar rejects: it fails, and the exit status is 1")
     p.add_argument("--format", choices=["events", "summary", "openai"], default="events",
                    help="events: one JSON event per line as they come, in constant memory (default); "
                         "summary: text, thoughts, calls and errors as one JSON object; "
@@ -238,14 +244,18 @@ def register_conformance(sub) -> None:
     e.set_defaults(run=cmd_conformance_export)
     r = actions.add_parser("run", help="send every case to a parser under test; exit 1 if it disagrees on any",
                            description="Run the corpus and generated and mutated cases against --target; print a "
-                                       "summary by category. Exit 0: every case agrees; 1: some disagree; 2: usage "
-                                       "error, or a target that never answers.")
+                                       "summary by category and kind of failure, naming the failing cases. On a "
+                                       "terminal, a status line on standard error says how far the run is. A "
+                                       "target's answer is one line per request; more is a protocol failure. "
+                                       "Exit 0: every case agrees; 1: some disagree; 2: usage error, or a target "
+                                       "that never answers.")
     r.add_argument("--target", required=True, metavar="CMD",
                    help="the parser under test: a shell command reading requests and writing answers, one JSON line each")
     r.add_argument("--timeout", type=_seconds, default=5.0, metavar="SECONDS",
                    help="per case: no answer in this time is the case's failure (default 5)")
     r.add_argument("--startup", type=_seconds, default=30.0, metavar="SECONDS",
-                   help="extra time for the first answer after the target (re)starts (default 30)")
+                   help="extra time for the target's first answer (default 30); a restarted target gets at most "
+                        "twice what that first answer took")
     r.add_argument("--report", metavar="FILE.json", help="also write the full report, every failure, as JSON")
     r.add_argument("--generated", type=at_least(0), default=200, metavar="N",
                    help="canonical model outputs generated from the seed (default 200)")
@@ -253,6 +263,9 @@ def register_conformance(sub) -> None:
     r.add_argument("--seed", type=int, default=0, help="seed of the generated and mutated cases (default 0)")
     r.add_argument("--shrink-seconds", type=_seconds, default=10.0, metavar="SECONDS",
                    help="time to shrink the smallest failure of each category (default 10)")
+    r.add_argument("--stop-after-hangs", type=at_least(0), default=20, metavar="N",
+                   help="N cases in a row with no answer in time: the target has stopped answering, the cases "
+                        "left are not sent and the run ends (exit 1); 0: never (default 20)")
     r.set_defaults(run=cmd_conformance_run)
     s = actions.add_parser("serve", help="this project's parser as a target (what the kit expects)")
     s.set_defaults(run=cmd_conformance_serve)
@@ -281,28 +294,30 @@ def cmd_conformance_export(args) -> int:
 
 
 def cmd_conformance_run(args) -> int:
+    from gemma4_lark.conformance.protocol import json_text
+
     from . import conformance
 
+    escape_unencodable_output()  # the summary repeats the target's answers, which may hold a lone surrogate
     if args.report:
         try:  # a report that cannot be written is a usage error, found before the run rather than after
             open(args.report, "a").close()
         except OSError as err:
             raise CommandError(f"cannot write the report {args.report}: {err.strerror or err}") from None
 
-    def progress(number, total, report):
-        if number % 100 == 0 and sys.stderr.isatty():
-            print(f"  {number}/{total} cases, {len(report.failed)} failed", file=sys.stderr, flush=True)
-
+    progress = Progress()  # on a terminal: how far the run is, and how long the target has said nothing
     try:
         report = conformance.run(args.target, timeout=args.timeout, startup=args.startup, seed=args.seed,
                                  generated=args.generated, mutated=args.mutated, shrink_seconds=args.shrink_seconds,
-                                 progress=progress)
+                                 stop_after_hangs=args.stop_after_hangs, status=progress.show)
     except conformance.TargetDoesNotRun as err:
         raise CommandError(f"the target {args.target!r} answered no case: {err}") from None
-    if args.report:
+    finally:
+        progress.clear()
+    if args.report:  # made whole before the file is opened: a report is written entirely or not at all
+        text = json_text(report.to_dict(), indent=1) + "\n"
         with open(args.report, "w", encoding="utf-8") as f:
-            json.dump(report.to_dict(), f, ensure_ascii=False, indent=1)
-            f.write("\n")
+            f.write(text)
     print(conformance.summary(report))
     if args.report:
         print(f"\nfull report: {args.report}")
@@ -312,8 +327,5 @@ def cmd_conformance_run(args) -> int:
 def cmd_conformance_serve(args) -> int:
     from . import conformance
 
-    stdin = sys.stdin
-    if stdin is None:
-        raise CommandError("standard input is closed")
-    conformance.serve(stdin, sys.stdout)
+    conformance.serve(stdin_binary(), sys.stdout)  # bytes: a line that is not UTF-8 is one request's error
     return 0

@@ -25,7 +25,10 @@ from dataclasses import dataclass, field
 
 from gemma4_lark import tokens
 from gemma4_lark.conformance import corpus, generate
-from gemma4_lark.conformance.protocol import CATEGORIES, PROTOCOL_VERSION, ProtocolError, categorize, read_answer, request_line
+from gemma4_lark.conformance.protocol import (
+    CATEGORIES, PROTOCOL_VERSION, ProtocolError, categorize, json_text, read_answer, request_line,
+)
+from gemma4_lark.conformance.summary import summary  # noqa: F401 - the runner's summary, where the CLI finds it
 
 from .openai import to_openai_message
 from .output import collect
@@ -35,6 +38,7 @@ OPTIONS = ("parse_thinking", "start_in_thinking")  # the request options a case 
 DEFAULT_TIMEOUT = 5.0
 DEFAULT_STARTUP = 30.0
 _NEVER_ANSWERED = 3  # cases failed by crash or timeout before any answer: the target does not run
+DEFAULT_STOP_AFTER_HANGS = 20  # timeouts in a row after which the target has stopped answering
 
 
 def expected_answer(request: dict) -> dict:
@@ -46,21 +50,34 @@ def expected_answer(request: dict) -> dict:
 
 
 def serve(stdin, stdout) -> None:
-    """Answer each request line of `stdin` on `stdout` as the kit expects (a line that is not a
-    request: an answer with an "error", and the next line is read)."""
+    """Answer each request line of `stdin` (bytes or text) on `stdout` as the kit expects. A line
+    that is not a request (not UTF-8, not JSON, nested past the JSON reader, not the shape) gets an
+    answer with an "error", and the next line is read: no request ends the loop."""
     for line in stdin:
         if not line.strip():
             continue
         try:
+            if isinstance(line, bytes):
+                line = line.decode("utf-8")
             request = json.loads(line)
+            if not isinstance(request, dict) or not isinstance(request.get("text"), str):
+                raise TypeError('a request is a JSON object whose "text" is a string')
             answer = expected_answer(request)
-        except (ValueError, TypeError, KeyError, AttributeError) as err:
-            answer = {"error": f"{type(err).__name__}: {err}"}
-        stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
+        except UnicodeDecodeError as err:
+            answer = {"error": f"the request is not UTF-8: {err.reason} at byte {err.start} of its line"}
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as err:
+            answer = {"error": f"{type(err).__name__}: {str(err)[:300]}"}
+        stdout.write(json_text(answer) + "\n")  # (a lone surrogate of the request goes back escaped)
         stdout.flush()
 
 
 # --- the target process -----------------------------------------------------------------------------
+_STDERR_TAIL = 600        # bytes of a dead target's standard error read back to say why it died
+_ANSWER_FLOOR = 1 << 20   # an answer line may be this long, plus _ANSWER_PER_REQUEST_BYTE per request byte
+_ANSWER_PER_REQUEST_BYTE = 64
+_WAIT_STEP = 1.0          # the longest single wait: any deadline works, and a waiting callback is called this often
+
+
 @dataclass(frozen=True)
 class Reply:
     category: str | None   # None: an answer; else "crash", "timeout" or "protocol"
@@ -68,21 +85,41 @@ class Reply:
     detail: str = ""
 
 
+def _shown(data: bytes) -> str:
+    return repr(data[:300].decode("utf-8", "replace"))
+
+
 class Target:
     """A command speaking the protocol on its standard input and output, started again after any
-    request it did not answer cleanly. Its standard error goes to a file, whose last lines say
-    why it crashed."""
+    request it did not answer cleanly. Its standard error goes to a file, whose last line says
+    why it crashed.
 
-    def __init__(self, command: str, timeout: float = DEFAULT_TIMEOUT, startup: float = DEFAULT_STARTUP):
+    A fresh process gets `startup` seconds more for its first answer until some process has
+    answered; from then on at most twice what that first answer took, so a target that loads a
+    framework is waited for on every start, and one that hangs after a restart is not waited for
+    `startup` seconds on every case."""
+
+    def __init__(self, command: str, timeout: float = DEFAULT_TIMEOUT, startup: float = DEFAULT_STARTUP,
+                 waiting=None):
         self.command = command
         self.timeout = timeout
         self.startup = startup
+        self.waiting = waiting  # called with the seconds waited so far and the limit, about once a second of waiting
         self.process: subprocess.Popen | None = None
         self.starts = 0
         self.answers = 0
-        self._buffer = b""
+        self.first_answer_seconds: float | None = None  # start to first answer, of the first process that answered
+        self._started_at = 0.0
+        self._buffer = bytearray()
         self._fresh = False
         self._stderr = tempfile.TemporaryFile()
+
+    @property
+    def allowance(self) -> float:
+        """The seconds a fresh process gets on top of `timeout` for its first answer."""
+        if self.first_answer_seconds is None:
+            return self.startup
+        return min(self.startup, 2 * self.first_answer_seconds)
 
     def _start(self) -> None:
         self._stderr.seek(0)
@@ -92,11 +129,13 @@ class Target:
         os.set_blocking(self.process.stdin.fileno(), False)
         os.set_blocking(self.process.stdout.fileno(), False)
         self.starts += 1
-        self._buffer = b""
+        self._started_at = time.monotonic()
+        self._buffer = bytearray()
         self._fresh = True
 
-    def stop(self) -> None:
-        """End the target and every process it started (its own session)."""
+    def stop(self, grace: float = 1.0) -> None:
+        """End the target and every process it started (its own session), after `grace` seconds
+        for it to exit on its own once its input is closed."""
         if self.process is None:
             return
         process, self.process = self.process, None
@@ -106,7 +145,7 @@ class Target:
             except OSError:
                 pass
         try:
-            process.wait(timeout=1)
+            process.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             try:
                 os.killpg(process.pid, signal.SIGKILL)
@@ -123,6 +162,13 @@ class Target:
         self.stop()
         self._stderr.close()
 
+    def _stderr_tail(self) -> str:
+        """The end of what the target wrote on standard error: the tail alone is read, however much
+        it wrote."""
+        size = self._stderr.seek(0, os.SEEK_END)
+        self._stderr.seek(max(0, size - _STDERR_TAIL))
+        return self._stderr.read(_STDERR_TAIL).decode("utf-8", "replace").strip()
+
     def _why_dead(self) -> str:
         code = self.process.poll() if self.process else None
         if code is None:
@@ -130,28 +176,59 @@ class Target:
                 code = self.process.wait(timeout=0.5)
             except subprocess.TimeoutExpired:
                 code = None
-        self._stderr.seek(0)
-        tail = self._stderr.read()[-600:].decode("utf-8", "replace").strip()
+        tail = self._stderr_tail()
         said = "closed its output" if code is None else (f"was killed by signal {-code}" if code < 0 else f"exited with status {code}")
         return f"the target {said}" + (f"; its last words on stderr: {tail.splitlines()[-1][:300]}" if tail else "")
+
+    def stray_output(self) -> str:
+        """What the target wrote after its last answer and before the next request, as a sentence
+        ("" when nothing): more than one line for one request. The target is stopped when there was
+        some, as what it writes next cannot be matched with requests. Output that comes after the
+        next request is sent cannot be told from that request's answer (docs/conformance.md)."""
+        if self.process is None or self._fresh:
+            return ""
+        stray = bytearray()
+        fd = self.process.stdout.fileno()
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while len(stray) < 300 and selector.select(0):
+                try:
+                    piece = os.read(fd, 1 << 16)
+                except BlockingIOError:
+                    break
+                if not piece:  # it exited after its answer: the next request finds that out
+                    break
+                stray += piece
+        if not stray:
+            return ""
+        self.stop()
+        return f"more than one line for one request: after the answer came {_shown(bytes(stray))}"
 
     def ask(self, request: dict) -> Reply:
         if self.process is None:
             self._start()
-        limit = self.timeout + (self.startup if self._fresh else 0)
-        deadline = time.monotonic() + limit
-        data = request_line(request).encode("ascii")
+        limit = self.timeout + (self.allowance if self._fresh else 0)
+        asked = time.monotonic()
+        deadline = asked + limit
+        data = memoryview(request_line(request).encode("ascii"))  # (a view: what is left is not copied per write)
+        longest = _ANSWER_FLOOR + _ANSWER_PER_REQUEST_BYTE * len(data)
         stdin, stdout = self.process.stdin.fileno(), self.process.stdout.fileno()
+        # The answer grows in a bytearray and each read is searched alone for the newline: linear in
+        # the answer's length, however small the pieces it arrives in (so is the request's writing).
+        line_end = -1
         with selectors.DefaultSelector() as selector:
             selector.register(stdout, selectors.EVENT_READ)
             if data:
                 selector.register(stdin, selectors.EVENT_WRITE)
-            while b"\n" not in self._buffer:
-                left = deadline - time.monotonic()
+            while line_end < 0:
+                now = time.monotonic()
+                left = deadline - now
                 if left <= 0:
-                    self.stop()
+                    self.stop(grace=0)  # it hangs: it will not exit on its own in time either
                     return Reply("timeout", None, f"no answer in {limit:g} s")
-                for key, _ in selector.select(left):
+                if self.waiting and now - asked >= _WAIT_STEP:
+                    self.waiting(now - asked, limit)
+                for key, _ in selector.select(min(left, _WAIT_STEP)):
                     if key.fd == stdin:
                         try:
                             data = data[os.write(stdin, data):]
@@ -172,10 +249,24 @@ class Target:
                             detail = self._why_dead()
                             self.stop()
                             return Reply("crash", None, detail)
+                        found = piece.find(b"\n")
+                        if found >= 0:
+                            line_end = len(self._buffer) + found
                         self._buffer += piece
-        line, _, self._buffer = self._buffer.partition(b"\n")
+                        if line_end < 0 and len(self._buffer) > longest:
+                            shown = _shown(bytes(self._buffer[:300]))
+                            self.stop()
+                            return Reply("protocol", None, f"an answer line longer than {longest} bytes, the most "
+                                                           f"the kit reads for this request: {shown}")
+        line, extra = bytes(self._buffer[:line_end]), bytes(self._buffer[line_end + 1:])
+        self._buffer = bytearray()
+        if self.first_answer_seconds is None:
+            self.first_answer_seconds = time.monotonic() - self._started_at
         self._fresh = False
         self.answers += 1
+        if extra:
+            self.stop()
+            return Reply("protocol", None, f"more than one line for one request: after the answer came {_shown(extra)}")
         try:
             answer = read_answer(line.decode("utf-8"))
             if "error" in answer:
@@ -186,8 +277,7 @@ class Target:
         except ProtocolError as err:
             problem = str(err)
         self.stop()  # what follows the bad line may belong to this request: start clean
-        shown = line[:300].decode("utf-8", "replace")
-        return Reply("protocol", None, f"{problem}: {shown!r}")
+        return Reply("protocol", None, f"{problem}: {_shown(line)}")
 
 
 # --- the run ----------------------------------------------------------------------------------------
@@ -221,6 +311,7 @@ class Report:
     starts: int = 0
     seed: int = 0
     counts: dict = field(default_factory=dict)      # cases per kind: corpus, generated, mutated
+    not_sent: int = 0                               # cases left when the run gave up on a hanging target
 
     @property
     def by_category(self) -> dict:
@@ -238,6 +329,7 @@ class Report:
                          for c, (shrunk, origin, length) in self.smallest.items()},
             "corpus_version": corpus.VERSION, "protocol": PROTOCOL_VERSION,
             "seed": self.seed, "kinds": self.counts, "seconds": round(self.seconds, 3), "target_starts": self.starts,
+            "not_sent": self.not_sent,
         }
 
 
@@ -256,10 +348,22 @@ def cases(seed: int = 0, generated: int = 200, mutated: int = 200) -> list[corpu
 
 
 def _judge(target: Target, request: dict, expected: dict) -> tuple[str | None, object, str]:
+    """(category or None, the answer or what happened, the target's stray output after its previous
+    answer: "" when there was none)."""
+    stray = target.stray_output()
     reply = target.ask(request)
     if reply.category:
-        return reply.category, reply.detail, ""
-    return categorize(expected, reply.answer), reply.answer, ""
+        return reply.category, reply.detail, stray
+    return categorize(expected, reply.answer), reply.answer, stray
+
+
+def _wrote_more(report: Report, case: corpus.TargetCase, stray: str) -> None:
+    """The previous case's verdict, made a `protocol` failure: its answer was followed by more."""
+    if report.failed and report.failed[-1].id == case.id:
+        report.failed.pop()
+    else:
+        report.passed -= 1
+    report.failed.append(Failure(case.id, "protocol", case.request, case.answer, stray))
 
 
 _ATOMS = sorted(set(tokens.CONTROL_TOKENS), key=len, reverse=True)
@@ -290,8 +394,8 @@ def shrink(target: Target, failure: Failure, seconds: float) -> Failure:
     def attempt(atoms) -> Failure | None:
         request = {"text": "".join(atoms), **({"options": options} if options else {})}
         expected = expected_answer(request)
-        category, got, detail = _judge(target, request, expected)
-        return Failure(failure.id, category, request, expected, got, detail) if category == failure.category else None
+        category, got, _ = _judge(target, request, expected)
+        return Failure(failure.id, category, request, expected, got) if category == failure.category else None
 
     atoms = _atoms(failure.request["text"])
     parts = 2
@@ -313,69 +417,54 @@ def shrink(target: Target, failure: Failure, seconds: float) -> Failure:
 
 
 def run(command: str, *, timeout: float = DEFAULT_TIMEOUT, startup: float = DEFAULT_STARTUP, seed: int = 0,
-        generated: int = 200, mutated: int = 200, shrink_seconds: float = 10.0, progress=None) -> Report:
+        generated: int = 200, mutated: int = 200, shrink_seconds: float = 10.0,
+        stop_after_hangs: int = DEFAULT_STOP_AFTER_HANGS, status=None) -> Report:
     """Send every case to `command`; a Report of what it got wrong. Raises TargetDoesNotRun when
-    the first cases all crash or time out and the target never answered."""
+    the first cases all crash or time out and the target never answered. After `stop_after_hangs`
+    timeouts in a row (0: never) the target has stopped answering: the cases left are not sent
+    (`Report.not_sent`). `status(text)`, when given, is told how far the run is: after each case,
+    about once a second while the target says nothing, and before each shrink."""
+    status = status or (lambda text: None)
     start = time.monotonic()
     todo = cases(seed, generated, mutated)
     report = Report(command, seed=seed, counts={
         "corpus": sum(1 for c in todo if not c.id.startswith(("generated/", "mutated/"))),
         "generated": generated, "mutated": mutated})
     target = Target(command, timeout, startup)
+    hangs = 0
     try:
+        previous = None
         for number, case in enumerate(todo, 1):
-            category, got, detail = _judge(target, case.request, case.answer)
+            target.waiting = lambda seconds, limit, n=number, i=case.id: status(
+                f"case {n}/{len(todo)} ({i}): no answer yet, {seconds:.0f} s of {limit:g} s")
+            category, got, stray = _judge(target, case.request, case.answer)
+            if stray and previous:
+                _wrote_more(report, previous, stray)
+            previous = case
             report.cases += 1
             if category is None:
                 report.passed += 1
             else:
-                report.failed.append(Failure(case.id, category, case.request, case.answer, got, detail))
+                report.failed.append(Failure(case.id, category, case.request, case.answer, got))
                 if target.answers == 0 and category in ("crash", "timeout") and len(report.failed) >= _NEVER_ANSWERED:
                     raise TargetDoesNotRun(got)
-            if progress:
-                progress(number, len(todo), report)
+            status(f"case {number}/{len(todo)}: {report.passed} passed, {len(report.failed)} failed")
+            hangs = hangs + 1 if category == "timeout" else 0
+            if stop_after_hangs and hangs >= stop_after_hangs:
+                report.not_sent = len(todo) - number
+                break
+        stray = target.stray_output()
+        if stray and previous:
+            _wrote_more(report, previous, stray)
+        target.waiting = None
         for category in CATEGORIES:
             failures = [f for f in report.failed if f.category == category]
             if failures:
                 first = min(failures, key=lambda f: len(f.request["text"]))
+                status(f"shrinking the smallest {category} failure ({first.id}), {shrink_seconds:g} s at most")
                 report.smallest[category] = (shrink(target, first, shrink_seconds), first.id, len(first.request["text"]))
     finally:
         report.starts = target.starts
         target.close()
         report.seconds = time.monotonic() - start
     return report
-
-
-# --- the terminal summary ---------------------------------------------------------------------------
-def _show(value, width: int = 110) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = json.dumps(text, ensure_ascii=False)[1:-1] if isinstance(value, str) else text
-    return text if len(text) <= width else text[:width - 3] + "..."
-
-
-def summary(report: Report) -> str:
-    """The table a maintainer reads: failures per category, then the smallest input of each."""
-    lines = [f"gemma4-lark conformance (corpus {corpus.VERSION}, protocol {PROTOCOL_VERSION}) against: {report.target}",
-             f"{report.cases} cases ({report.counts.get('corpus', 0)} from the corpus, {report.counts.get('generated', 0)} generated,"
-             f" {report.counts.get('mutated', 0)} mutated; seed {report.seed}): {report.passed} passed,"
-             f" {len(report.failed)} failed, in {report.seconds:.1f} s"
-             f" ({1000 * report.seconds / max(report.cases, 1):.1f} ms per case); target started {report.starts} time(s)",
-             ""]
-    if not report.failed:
-        lines.append("The target agrees with the kit on every case.")
-        return "\n".join(lines)
-    tally = report.by_category
-    lines.append(f"{'category':<16}{'failed':>7}  {'first failing case':<44}what it means")
-    for category, meaning in CATEGORIES.items():
-        if category in tally:
-            first = next(f for f in report.failed if f.category == category)
-            lines.append(f"{category:<16}{tally[category]:>7}  {first.id:<44}{meaning}")
-    lines += ["", "Smallest failing input of each category (shrunk; the expected answer is this project's strict parser's):"]
-    for category, (shrunk, origin, length) in report.smallest.items():
-        lines.append(f"  {category}  (from {origin}, {length} -> {len(shrunk.request['text'])} characters)")
-        lines.append(f"    input     {_show(shrunk.request['text'])}")
-        if shrunk.request.get("options"):
-            lines.append(f"    options   {_show(shrunk.request['options'])}")
-        lines.append(f"    expected  {_show(shrunk.expected)}")
-        lines.append(f"    got       {_show(shrunk.got)}")
-    return "\n".join(lines)

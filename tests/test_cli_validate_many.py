@@ -1,6 +1,8 @@
 """`gemma4-lark validate` over several files and over JSONL eval records, with a summary."""
 
+import io
 import json
+import sys
 
 from gemma4_lark.cli import main
 
@@ -51,11 +53,11 @@ def test_jsonl_records_default_field_and_summary(tmp_path, capsys):
     code, out, _ = _run(capsys, "validate", "--jsonl", path)
     assert code == 1
     assert out.splitlines() == [
-        f'{path}:2: "output", line 1, column 26: error: trailing comma before `}}`',
+        f'{path}:2 id=2: "output", line 1, column 26: error: trailing comma before `}}`',  # named by its id too
         BAD,
         " " * 25 + "^",
-        f'{path}:5: error: no field "output" or "text" in this record (choose one with --field)',
-        f'{path}:6: error: field "output" is an array, not a string',
+        f'{path}:5 id=4: error: no field "output" or "text" in this record (choose one with --field)',
+        f'{path}:6 id=5: error: field "output" is an array, not a string',
         f"{path}:7: error: the record is not JSON: Expecting value at line 1 column 21",
         "1 file(s), 4 output(s): 3 valid, 1 invalid; 3 record(s) with no output to check",
         "findings by code: syntax 1",
@@ -161,3 +163,86 @@ def test_malformed_tools_file_is_one_error_before_any_record(tmp_path, capsys):
     path.write_text(json.dumps({"output": GOOD}) + "\n")
     code, out, err = _run(capsys, "validate", "--jsonl", "--tools", tools, path)
     assert code == 2 and out == "" and "tools.json" in err and "name" in err and "Traceback" not in err
+
+
+def test_jsonl_memory_does_not_grow_with_records_whose_problems_all_differ(tmp_path, monkeypatch):
+    """Each non-UTF-8 line's problem names its own offset: all are said, none is kept."""
+    import os
+    import sys
+    import tracemalloc
+
+    def peak(records: int) -> int:
+        path = tmp_path / f"{records}.jsonl"
+        path.write_bytes(b'{"output": "\xff"}\n' * records)
+        with open(os.devnull, "w") as sink:
+            monkeypatch.setattr(sys, "stdout", sink)
+            tracemalloc.start()
+            try:
+                assert main(["validate", "--jsonl", str(path)]) == 1
+                return tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+
+    peak(10)  # (imports and first-use caches out of the way)
+    assert peak(16_000) < 2 * peak(2_000)
+
+
+def test_a_lone_surrogate_in_a_record_is_checked_like_any_record(tmp_path, capsys):
+    path = tmp_path / "evals.jsonl"
+    path.write_text('{"output": "\\ud83d x <|tool_call>call:f{a:1,}<tool_call|>"}\n{"output": "fine"}\n')
+    code = main(["validate", "--jsonl", str(path)])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 1
+    excerpt, caret = out[1], out[2]
+    assert excerpt.startswith("\\ud83d x ") and caret.index("^") == excerpt.index(",}") + 1
+    assert out[-2] == "1 file(s), 2 output(s): 1 valid, 1 invalid"
+    code = main(["validate", "--jsonl", "--json", str(path)])
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r.get("valid") for r in records[:2]] == [False, True] and records[2]["summary"]["outputs"] == 2
+
+
+def test_jsonl_records_are_named_by_their_id_when_they_have_one(tmp_path, capsys):
+    path = tmp_path / "evals.jsonl"
+    records = [{"id": "case-7", "output": BAD}, {"id": True, "output": BAD}, {"output": BAD}, {"id": "x" * 200, "output": BAD}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    code, out, _ = _run(capsys, "validate", "--jsonl", path)
+    named = [line.split(": ")[0] for line in out.splitlines() if "error" in line]
+    assert named == [f'{path}:1 id="case-7"', f"{path}:2", f"{path}:3", f'{path}:4 id="{"x" * 76}...']
+    code, out, _ = _run(capsys, "validate", "--jsonl", "--json", path)
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [r.get("id") for r in lines[:4]] == ["case-7", None, None, "x" * 200]
+
+
+def test_summary_prints_the_counts_only(tmp_path, capsys):
+    path = tmp_path / "evals.jsonl"
+    path.write_text(json.dumps({"output": GOOD}) + "\n" + json.dumps({"output": BAD}) + "\n{\n")
+    code, out, _ = _run(capsys, "validate", "--jsonl", "--summary", path)
+    assert code == 1 and out.splitlines() == [
+        "1 file(s), 2 output(s): 1 valid, 1 invalid; 1 record(s) with no output to check", "findings by code: syntax 1"]
+    code, out, _ = _run(capsys, "validate", "--jsonl", "--summary", "--json", path)
+    assert code == 1 and [json.loads(line)["summary"]["invalid"] for line in out.splitlines()] == [1]
+    one = tmp_path / "one.txt"
+    one.write_text(BAD)
+    code, out, _ = _run(capsys, "validate", "--summary", one)
+    assert code == 1 and out == "1 file(s), 1 output(s): 0 valid, 1 invalid\nfindings by code: syntax 1\n"
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_a_long_run_shows_its_progress_on_a_terminal_and_clears_it(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "evals.jsonl"
+    path.write_text((json.dumps({"output": GOOD}) + "\n") * 50 + json.dumps({"output": BAD}) + "\n")
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    code = main(["validate", "--jsonl", str(path)])
+    out = capsys.readouterr().out
+    assert code == 1 and "\r" not in out  # findings and summary are clean
+    status = terminal.getvalue()
+    assert status.startswith("\r") and "1 line(s) read; 1 valid" in status and status.endswith("\r")
+    assert status.count("\r") >= 3  # shown, cleared before the finding, cleared before the summary
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # not a terminal: nothing
+    main(["validate", "--jsonl", str(path)])
+    assert sys.stderr.getvalue() == ""

@@ -5,6 +5,7 @@ any language).
     corpus     the corpus files under corpus/ (the source of record), their manifest, the export
     protocol   the request and answer lines, and the category of a disagreement
     generate   seeded canonical model outputs and mutations of them
+    summary    the terminal summary of a run: categories, kinds of failure, failing cases
 
 The runner (`gemma4-lark conformance run`) lives in `gemma4_incremental.conformance`: the answers it
 expects for generated cases come from the streaming parser, which this package does not import.

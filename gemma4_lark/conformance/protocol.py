@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import sys
+
+from gemma4_lark.validate import _WHITESPACE as GRAMMAR_WHITESPACE  # the grammar's WS terminal: " \t\r\n"
 
 PROTOCOL_VERSION = 1
 
@@ -37,15 +41,45 @@ def request_line(request: dict) -> str:
     return json.dumps(request, ensure_ascii=True) + "\n"
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_text(value, **options) -> str:
+    """`value` as JSON that any UTF-8 writer can write: non-ASCII characters as they are, but a lone
+    surrogate (a target's `\\ud83d`, an emoji cut in half, read back as it was sent) as its `\\u`
+    escape, which UTF-8 cannot hold otherwise; NaN and infinities refused (ValueError), as JSON has
+    no spelling for them. For the report file and the answers `serve` writes."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False, **options)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def _reject_constant(name):
     raise ProtocolError(f"{name} is not JSON")
+
+
+def _finite_float(digits: str) -> float:
+    """A JSON number as a double; one past a double's range (`1e999`) is the `Infinity` that JSON
+    cannot write, so it is refused as `Infinity` is: no answer holds a value no report can hold."""
+    value = float(digits)
+    if math.isinf(value):
+        raise ProtocolError(f"the number {digits[:40]} is out of a double's range (Infinity is not JSON)")
+    return value
+
+
+def _integer(digits: str) -> int:
+    try:
+        return int(digits)
+    except ValueError:  # past the interpreter's digit limit, which the kit's parser never passes either
+        raise ProtocolError(f"an integer of {len(digits.lstrip('-'))} digits is longer than the kit reads "
+                            f"({sys.get_int_max_str_digits()} digits)") from None  # (only where it has a limit)
 
 
 def read_answer(line: str) -> dict:
     """The answer of one line, as {"calls", "text"} (or {"error"}); ProtocolError when it is not
     the shape."""
     try:
-        answer = json.loads(line, parse_constant=_reject_constant)
+        answer = json.loads(line, parse_constant=_reject_constant, parse_float=_finite_float,
+                            parse_int=_integer)
     except ProtocolError:
         raise
     except (ValueError, RecursionError) as err:
@@ -84,7 +118,8 @@ def same(a, b) -> bool:
 
 def categorize(expected: dict, got: dict) -> str | None:
     """The category of the disagreement between two answers, or None when they agree. Text is
-    compared without the whitespace at its two ends (serving layers strip content)."""
+    compared without the grammar's whitespace (space, tab, CR, LF) at its two ends, as serving
+    layers strip content; any other character there (NBSP, U+0085, \x1c) must match."""
     want, have = expected["calls"], got["calls"]
     if len(have) > len(want) and CALL_OPEN in expected["text"]:
         return "accepts-invalid"  # the expected text keeps a rejected block; the target made a call of it
@@ -92,6 +127,6 @@ def categorize(expected: dict, got: dict) -> str | None:
         return "calls"
     if not all(same(h["arguments"], w["arguments"]) for h, w in zip(have, want)):
         return "arguments"
-    if got["text"].strip() != expected["text"].strip():
+    if got["text"].strip(GRAMMAR_WHITESPACE) != expected["text"].strip(GRAMMAR_WHITESPACE):
         return "text"
     return None
