@@ -31,7 +31,8 @@ from gemma4_lark.diagnostics import Diagnostic, line_and_column
 from gemma4_lark.errors import GemmaSyntaxError
 from gemma4_lark.events import Text, ThinkingDelta, ToolCallEnd, ToolCallError, ToolCallStart
 from gemma4_lark.messages import read_official, read_omp
-from gemma4_lark.reference import ReferenceScanner, decode_call
+from gemma4_lark.recovery import decode_call
+from gemma4_lark.reference import ReferenceScanner
 from gemma4_lark.render import js, official, omp
 from gemma4_lark.render.safety import UnsafeContentError
 from gemma4_lark.validate import _kind, validate
@@ -587,7 +588,7 @@ CAMPAIGNS = tuple(
         Campaign("no-lost-call.StreamParser", "gemma4_incremental.StreamParser", _stream_strategy, check_stream_no_lost_call),
         Campaign("nothing-invented.StreamParser", "gemma4_incremental.StreamParser", _stream_strategy,
                  check_stream_nothing_invented),
-        Campaign("never-raises.decode_call", "gemma4_lark.reference.decode_call",
+        Campaign("never-raises.decode_call", "gemma4_lark.recovery.decode_call",
                  lambda: st.one_of(s.hostile_blocks("call_block"), s.hostile_streams()), check_decode_call),
         Campaign("spans-tile.ReferenceScanner", "gemma4_lark.reference.ReferenceScanner", _stream_strategy,
                  _bind(check_stream_tiles, ReferenceScanner)),

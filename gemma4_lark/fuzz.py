@@ -174,7 +174,8 @@ def run_campaign(stream_parser, examples: int = 200, seed: int = 0, target: str 
 
     from .events import ToolCallEnd
     from .parser import parse_call
-    from .reference import ReferenceScanner, decode_call
+    from .recovery import decode_call
+    from .reference import ReferenceScanner
 
     StreamParser = stream_parser
 

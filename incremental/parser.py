@@ -28,7 +28,7 @@ from gemma4_lark import fastpath, marker_search, tokens
 from gemma4_lark.diagnostics import Diagnostic, LineIndex
 from gemma4_lark.errors import GemmaSyntaxError
 from gemma4_lark.parser import parse_from, parse_lossless_call
-from gemma4_lark.reference import decode_calls, failure_code
+from gemma4_lark.recovery import decode_calls, failure_code
 from gemma4_lark.schema.lexeme import Scalar, plain
 from gemma4_lark.schema.registry import ToolRegistry, compile_tools
 from gemma4_lark.tools import read_tool_choice

@@ -10,7 +10,8 @@ from hypothesis import given, settings, strategies as st
 import gemma4_lark as g
 from gemma4_incremental import StreamParser, ToolCallEnd, collect, parse_output
 from gemma4_lark import fuzz, reference
-from gemma4_lark.reference import ReferenceScanner, decode_call
+from gemma4_lark.recovery import decode_call
+from gemma4_lark.reference import ReferenceScanner
 
 from conftest import load_jsonl, shared_cases
 from stream_helpers import assert_tiles, run
