@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import gemma4_lark as g
-from gemma4_lark import fuzz, reference
+from gemma4_lark import fuzz
 from gemma4_lark.errors import GemmaSyntaxError
 from gemma4_lark.reference import ReferenceScanner, read_call
 
