@@ -5,10 +5,10 @@ Usage: python bench/adversarial_bench.py [--sizes 512K,1M,2M,4M] [--quick] [--sh
 
 Each shape is a family of inputs an attacker (or an unlucky model) can grow without limit: more
 list items, members, calls, turns, errors, `<` characters, digits. Each is run at doubling sizes
-through the strict parser (parse_*), validate, the stream parser (strict and lenient), the reference
-decoder and the command line, and the table shows the time ratio between consecutive sizes (linear:
-2.0; every ratio should stay <= 2.3) and the peak memory at the largest size as a multiple of the
-input (tracemalloc in process; the child's peak RSS above an idle child's for the CLI). Times are
+through the strict parser (parse_*), validate, the stream parser (strict and lenient), the
+lenient recovery decoder and the command line, and the table shows the time ratio between
+consecutive sizes (linear: 2.0; every ratio should stay <= 2.3) and the peak memory at the
+largest size as a multiple of the input (tracemalloc in process; the child's peak RSS above an idle child's for the CLI). Times are
 CPU seconds (the child's, for the CLI), best of 3 below 256K characters, else of --repeat runs.
 
 A row whose run takes longer than --budget seconds stops growing (marked `>budget`): that is the
@@ -127,8 +127,8 @@ def _stream(strict: bool):
     return run
 
 
-def _reference(case: Case):
-    from gemma4_lark.reference import decode_call
+def _recovery(case: Case):
+    from gemma4_lark.recovery import decode_call
 
     block = block_text(case)
     if block is None:
@@ -166,7 +166,7 @@ ENTRIES = {
     "validate": lambda case: g.validate(output_text(case)),
     "stream strict": _stream(True),
     "stream lenient": _stream(False),
-    "reference": _reference,
+    "recovery": _recovery,
     "cli validate": _cli("validate"),
     "cli parse": _cli("parse", "--format", "summary"),  # keeps what it prints: text, calls, failed blocks
     "cli events": _cli("parse", "--format", "events"),  # streams: memory stays flat

@@ -17,7 +17,7 @@ from typing import Callable
 import gemma4_lark
 from gemma4_lark import tokens
 from gemma4_lark.errors import GemmaSyntaxError
-from gemma4_lark.reference import decode_call
+from gemma4_lark.recovery import decode_call
 from gemma4_incremental import StreamParser
 
 _O, _C, _D = tokens.TOOL_CALL_OPEN, tokens.TOOL_CALL_CLOSE, tokens.STRING_DELIMITER

@@ -26,12 +26,14 @@ from typing import Callable
 from hypothesis import strategies as st
 
 import gemma4_lark
+import gemma4_lark.fuzz
 from gemma4_lark import tokens
 from gemma4_lark.diagnostics import Diagnostic, line_and_column
 from gemma4_lark.errors import GemmaSyntaxError
 from gemma4_lark.events import Text, ThinkingDelta, ToolCallEnd, ToolCallError, ToolCallStart
 from gemma4_lark.messages import read_official, read_omp
-from gemma4_lark.reference import ReferenceScanner, decode_call
+from gemma4_lark.recovery import decode_call
+from gemma4_lark.reference import ReferenceScanner
 from gemma4_lark.render import js, official, omp
 from gemma4_lark.render.safety import UnsafeContentError
 from gemma4_lark.validate import start_rule_of, validate
@@ -256,7 +258,41 @@ def check_stream_nothing_invented(case, cls=StreamParser) -> None:
                 f"unrecovered call {event.name} {event.arguments!r} is not what the grammar reads: {call!r}")
 
 
-# --- the reference -----------------------------------------------------------------------------------
+# --- the oracle ----------------------------------------------------------------------------------------
+def reference_options(small: bool = False) -> st.SearchStrategy:
+    """`stream_options()` for the strict differential (the oracle reads strictly only); `small`:
+    limits small enough for the blocks of `bounded_streams()` to cross."""
+    if not small:
+        return s.stream_options().map(lambda options: {**options, "strict": True})
+    return st.fixed_dictionaries({"strict": st.just(True), "parse_thinking": st.booleans(),
+                                  "start_in_thinking": st.booleans(), "max_block_chars": st.integers(1, 70),
+                                  "max_depth": st.integers(1, 9)})
+
+
+def reference_cases(text=None) -> st.SearchStrategy:
+    texts = text if text is not None else st.one_of(s.hostile_streams(), gemma4_lark.fuzz.edge_streams())
+    return texts.flatmap(lambda t: st.tuples(st.just(t), s.chunkings(t), reference_options()))
+
+
+def check_reference_agrees(case) -> None:
+    """The oracle and StreamParser, both strict, give the same events (`gemma4_lark.fuzz.comparable`:
+    types, spans, texts, ids, names, typed arguments, diagnostics, which blocks fail and their code)."""
+    text, chunks, options = case
+    options = {**options, "strict": True}
+    ours = gemma4_lark.fuzz.comparable(run_stream(chunks, options))
+    oracle = gemma4_lark.fuzz.comparable(run_stream(chunks, options, ReferenceScanner))
+    if ours != oracle:
+        at = next(i for i, (a, b) in enumerate(itertools.zip_longest(ours, oracle)) if a != b)
+        raise AssertionError(f"event {at} differs: StreamParser {ours[at] if at < len(ours) else None!r},"
+                             f" ReferenceScanner {oracle[at] if at < len(oracle) else None!r}")
+
+
+def _strictly(check):
+    """`check` run on the oracle, which reads strictly only."""
+    return lambda case: check((case[0], case[1], {**case[2], "strict": True}), ReferenceScanner)
+
+
+# --- the lenient decoder ----------------------------------------------------------------------------
 def check_decode_call(block: str) -> None:
     decoded = decode_call(block)
     for d in decoded.diagnostics:
@@ -571,10 +607,6 @@ def _wrong_types():
     return st.one_of(st.none(), st.integers(), st.binary(max_size=8), st.lists(st.text(max_size=3), max_size=2))
 
 
-def _bind(check, cls):
-    return lambda case: check(case, cls)
-
-
 CAMPAIGNS = tuple(
     [Campaign(f"only-syntax-errors.{name}", f"gemma4_lark.{name}", s.any_text, check_parse(name)) for name in PARSE_FUNCTIONS]
     + [
@@ -587,12 +619,14 @@ CAMPAIGNS = tuple(
         Campaign("no-lost-call.StreamParser", "gemma4_incremental.StreamParser", _stream_strategy, check_stream_no_lost_call),
         Campaign("nothing-invented.StreamParser", "gemma4_incremental.StreamParser", _stream_strategy,
                  check_stream_nothing_invented),
-        Campaign("never-raises.decode_call", "gemma4_lark.reference.decode_call",
+        Campaign("never-raises.decode_call", "gemma4_lark.recovery.decode_call",
                  lambda: st.one_of(s.hostile_blocks("call_block"), s.hostile_streams()), check_decode_call),
         Campaign("spans-tile.ReferenceScanner", "gemma4_lark.reference.ReferenceScanner", _stream_strategy,
-                 _bind(check_stream_tiles, ReferenceScanner)),
+                 _strictly(check_stream_tiles)),
         Campaign("chunking-invariance.ReferenceScanner", "gemma4_lark.reference.ReferenceScanner", _stream_strategy,
-                 _bind(check_stream_chunking, ReferenceScanner)),
+                 _strictly(check_stream_chunking)),
+        Campaign("agreement.ReferenceScanner", "gemma4_lark.reference.ReferenceScanner = StreamParser(strict=True)",
+                 reference_cases, check_reference_agrees),
         Campaign("round-trip-or-refusal.omp.render_tool_call", "gemma4_lark.render.omp.render_tool_call",
                  _renderer(s.names, s.arguments), check_omp_tool_call),
         Campaign("round-trip-or-refusal.omp.render_tool_results", "gemma4_lark.render.omp.render_tool_results",

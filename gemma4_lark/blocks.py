@@ -25,7 +25,7 @@ from .diagnostics import Diagnostic, LineIndex
 from .errors import GemmaSyntaxError
 from .parser import parse_call, parse_from, parse_lossless_call
 from .render.safety import CONTROL
-from .reference import decode_calls, failure_code
+from .recovery import decode_calls, failure_code
 from .schema.lexeme import Scalar, plain
 from .schema.registry import ToolRegistry, compile_tools
 from .textmarkers import mask_for, respelled, spelled_out

@@ -1,15 +1,22 @@
 """Differential fuzzing: hypothesis strategies for the format, and a campaign that runs the grammar's
-parsers against the hand-written ones (or against any parser, through a small JSONL protocol).
+parsers against the hand-written oracle (`gemma4_lark.reference`), or against any parser, through a
+small JSONL protocol.
 
 Strategies (import them in your own tests):
     values()             JSON-like values the format can carry (no string delimiter in strings)
     calls()              (name, arguments) pairs
     canonical_calls()    canonical call blocks, as text
     canonical_streams()  model outputs made of text, thoughts and canonical call blocks
+    edge_streams()       markup in every place: whole, cut and stray markers, odd, invalid,
+                         nested and unclosed blocks, between text and canonical blocks
+    bounded_streams()    a few blocks of every size and depth up to a few dozen: for small limits
     mutated(text)        the text after random deletions, insertions of markers, brackets and
                          quotes, and truncations
     chunked(text)        the text split at random points
     grammar_text(start)  strings generated from the grammar itself (hypothesis.extra.lark)
+
+Comparing: `comparable(events)`, what two strict event streams must agree on; `typed(value)`, a
+value in a form where 1, 1.0, True and -0.0, 0.0 differ.
 
 The `--target` protocol: the command reads one JSON object per line, {"text": "..."}, and answers
 each with one line, {"calls": [{"name": ..., "arguments": {...}}, ...], "text": "..."}: the calls
@@ -68,6 +75,44 @@ def canonical_streams() -> st.SearchStrategy:
     return st.lists(piece, max_size=8).map("".join)
 
 
+# Small blocks at the edges of the language: repeated keys, `<escape>`, nesting, odd blanks and
+# numbers, refusals of every kind, unclosed strings and blocks.
+_EDGE_BLOCKS = tuple(tokens.TOOL_CALL_OPEN + body for body in (
+    "call:f{a:1,a:2}" + tokens.TOOL_CALL_CLOSE, "call:f{a:x<escape>y<escape> z}" + tokens.TOOL_CALL_CLOSE,
+    "call:f{a:[[[[{b:[]}]]]]}" + tokens.TOOL_CALL_CLOSE, " call: f {\n a : -1.5e3 , b:.5,c:1.}\n" + tokens.TOOL_CALL_CLOSE,
+    "call:f{a:1,}" + tokens.TOOL_CALL_CLOSE, "call:f{a:-,b:+x,c:hello world ,d:None}" + tokens.TOOL_CALL_CLOSE,
+    "call:f{" + _D + "k" + _D + ":1," + _D + "k" + _D + ":" + _D + "<turn|>" + _D + "}" + tokens.TOOL_CALL_CLOSE,
+    "call:f{a:1e999}" + tokens.TOOL_CALL_CLOSE, "call:f{a:12abc}" + tokens.TOOL_CALL_CLOSE,
+    "call:f{a:x" + _D + "}" + tokens.TOOL_CALL_CLOSE, "call:f{a:" + _D + "open", "call:f{a:1}", "call:f",
+    "call:f{a:<|image|>}" + tokens.TOOL_CALL_CLOSE, "call:f{a:b<c}" + tokens.TOOL_CALL_CLOSE,
+    "call:f(a=1)" + tokens.TOOL_CALL_CLOSE, ":call:f{}" + tokens.TOOL_CALL_CLOSE, "call:a{}call:b{}" + tokens.TOOL_CALL_CLOSE,
+))
+_EDGE_PIECES = tuple(tokens.CONTROL_TOKENS) + (
+    tokens.THOUGHT_OPEN, tokens.THOUGHT_OPEN[:-1], "thought\n", tokens.CALL_KEYWORD, "call:f{", "<|tool_c", "<tool_call",
+    "<|channel>tho", "<|", "<", "|>", "{", "}", "[", "]", ",", ":", " ", "\n", "<escape>", "x y", "1", "-1.5e3", "true",
+    "\ud800", "\udc00")  # lone surrogates: a str may hold them
+
+
+def edge_streams() -> st.SearchStrategy:
+    """Markup in every place: whole, cut and stray markers, odd, invalid, nested and unclosed
+    blocks, among text and canonical blocks."""
+    piece = st.one_of(st.sampled_from(_EDGE_PIECES), st.sampled_from(_EDGE_BLOCKS), canonical_calls(), _prose())
+    return st.lists(piece, max_size=12).map("".join)
+
+
+def bounded_streams() -> st.SearchStrategy:
+    """A few short pieces, mostly blocks of every size and depth up to a few dozen characters and
+    levels: what small `max_block_chars` and `max_depth` cut, at and around their bounds."""
+    sized = st.integers(0, 40).map(lambda k: tokens.TOOL_CALL_OPEN + "call:f{a:" + _D + "x" * k + _D + "}"
+                                   + tokens.TOOL_CALL_CLOSE)
+    nested = st.tuples(st.integers(0, 8), st.sampled_from(["[", "{b:"])).map(
+        lambda p: tokens.TOOL_CALL_OPEN + "call:f{a:" + p[1] * p[0] + "1" + ("]" if p[1] == "[" else "}") * p[0] + "}"
+        + tokens.TOOL_CALL_CLOSE)
+    bare = st.sampled_from([tokens.TOOL_CALL_OPEN, tokens.TOOL_CALL_CLOSE, tokens.TURN_CLOSE, tokens.EOS, "x", "{"])
+    piece = st.one_of(sized, nested, bare, st.sampled_from(_EDGE_BLOCKS))
+    return st.lists(piece, min_size=1, max_size=4).map("".join)
+
+
 def mutated(text: str) -> st.SearchStrategy:
     """Mutations of `text`: deletions, insertions of markers/brackets/quotes, truncations."""
     def apply(draw_ops):
@@ -107,6 +152,62 @@ def grammar_text(start: str) -> st.SearchStrategy:
     return from_lark(grammar.build(grammar.BLOCK_STARTS, cache=False), start=start, explicit=explicit)
 
 
+# --- comparing event streams -------------------------------------------------------------------------
+def typed(value) -> tuple:
+    """`value` flattened in pre-order, each item with its type: 1, 1.0 and True differ, and so do
+    0.0 and -0.0 (floats by repr). Iterative: arguments nest as deep as `max_depth`."""
+    out = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            out.append(("dict", len(item)))
+            for key, member in reversed(list(item.items())):
+                stack.append(member)
+                stack.append(("key", key))
+        elif kind is list:
+            out.append(("list", len(item)))
+            stack.extend(reversed(item))
+        elif kind is tuple:  # a key pushed above
+            out.append(item)
+        else:
+            out.append((kind.__name__, repr(item) if kind is float else item))
+    return tuple(out)
+
+
+def comparable(events) -> list:
+    """What two strict streams must agree on, event for event: types and spans; text, markup and
+    stop markers; ids, indexes and names; a call's arguments (typed exactly), raw text, `recovered`
+    and diagnostics (all but their message); a failed block's raw text and `code`. Consecutive text
+    or thinking deltas are merged (chunking may split them differently). Left out: error and
+    diagnostic messages, and what a strict stream takes from the lenient decoder for a block not
+    closed (an error's `name`, `partial` and `diagnostics`)."""
+    out = []
+    for event in events:
+        kind = event.type
+        if kind in ("text", "thinking_delta") and out and out[-1][0] == kind:
+            _, text, (start, _end) = out.pop()
+            out.append((kind, text + event.text, (start, event.span[1])))
+            continue
+        if kind in ("text", "thinking_delta"):
+            out.append((kind, event.text, event.span))
+        elif kind == "stop":
+            out.append((kind, event.marker, event.span))
+        elif kind == "stray_markup":
+            out.append((kind, event.markup, event.span))
+        elif kind == "tool_call_start":
+            out.append((kind, event.id, event.index, event.name, event.span))
+        elif kind == "tool_call_end":
+            out.append((kind, event.id, event.index, event.name, typed(event.arguments), event.raw, event.recovered,
+                        [(d.severity, d.code, d.line, d.column, d.pos, d.end) for d in event.diagnostics], event.span))
+        elif kind == "tool_call_error":
+            out.append((kind, event.id, event.index, event.raw, event.code, event.span))
+        else:
+            out.append((kind, event.span))
+    return out
+
+
 # --- the campaign -----------------------------------------------------------------------------------
 @dataclass
 class Finding:
@@ -125,8 +226,8 @@ class Report:
         return not self.findings
 
 
-def _events(cls, chunks, ids):
-    parser = cls(id_factory=iter(ids).__next__)
+def _events(cls, chunks, ids, **options):
+    parser = cls(id_factory=iter(ids).__next__, **options)
     events = []
     for chunk in chunks:
         events.extend(parser.feed(chunk))
@@ -174,7 +275,8 @@ def run_campaign(stream_parser, examples: int = 200, seed: int = 0, target: str 
 
     from .events import ToolCallEnd
     from .parser import parse_call
-    from .reference import ReferenceScanner, decode_call
+    from .recovery import decode_call
+    from .reference import ReferenceScanner, read_call
 
     StreamParser = stream_parser
 
@@ -183,17 +285,28 @@ def run_campaign(stream_parser, examples: int = 200, seed: int = 0, target: str 
     config = settings(max_examples=examples, deadline=None, database=None, derandomize=False,
                       suppress_health_check=list(HealthCheck), phases=[Phase.generate, Phase.shrink])
 
+    def same_reading(block):
+        strict = parse_call(block)
+        oracle = read_call(block)
+        assert (oracle.name, typed(oracle.arguments)) == (strict.name, typed(strict.arguments)), (block, strict, oracle)
+
     def block_level(name_arguments):
+        same_reading(canonical_call(*name_arguments))
+
+    def grammar_blocks(data):
+        same_reading(data.draw(grammar_text("call_block")))
+
+    def recovery_level(name_arguments):
         block = canonical_call(*name_arguments)
         strict = parse_call(block)
         lenient = decode_call(block)
         assert lenient.call == strict and not lenient.diagnostics, (strict, lenient)
 
     def stream_level(data):
-        text = data.draw(canonical_streams())
+        text = data.draw(st.one_of(canonical_streams(), edge_streams(), canonical_streams().flatmap(mutated)))
         chunks = data.draw(chunked(text))
-        ours = _events(StreamParser, chunks, ids)
-        reference = _events(ReferenceScanner, chunks, ids)
+        ours = comparable(_events(StreamParser, chunks, ids, strict=True))
+        reference = comparable(_events(ReferenceScanner, chunks, ids))
         assert ours == reference, text
 
     def robustness(data):
@@ -204,12 +317,6 @@ def run_campaign(stream_parser, examples: int = 200, seed: int = 0, target: str 
             events = _events(cls, chunks, ids)
             assert _tiles(events, text), (cls.__name__, text)
 
-    def grammar_blocks(data):
-        block = data.draw(grammar_text("call_block"))
-        strict = parse_call(block)
-        lenient = decode_call(block)
-        assert lenient.call == strict, (block, strict, lenient)
-
     counts: dict = {}
 
     def counted(label, fn):
@@ -219,9 +326,11 @@ def run_campaign(stream_parser, examples: int = 200, seed: int = 0, target: str 
         return wrapper
 
     properties = {
-        "block: decode_call == parse_call on canonical calls": (calls(), block_level),
-        "block: decode_call == parse_call on grammar-generated calls": (st.data(), grammar_blocks),
-        "stream: ReferenceScanner == StreamParser on canonical streams": (st.data(), stream_level),
+        "block: reference.read_call == parse_call on canonical calls": (calls(), block_level),
+        "block: reference.read_call == parse_call on grammar-generated calls": (st.data(), grammar_blocks),
+        "block: recovery.decode_call == parse_call on canonical calls": (calls(), recovery_level),
+        "stream: ReferenceScanner == StreamParser(strict=True), event for event, on canonical, edge and mutated"
+        " streams": (st.data(), stream_level),
         "robustness: no exception, spans tile, on mutated streams": (st.data(), robustness),
     }
     external = _Target(target) if target else None

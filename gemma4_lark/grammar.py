@@ -246,6 +246,14 @@ def terminal_literal(name: str) -> str | None:
 
 
 @functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=None)
+def whitespace() -> str:
+    """The characters of the grammar's `WS` terminal (space, tab, CR, LF): what may stand between
+    tokens. The one home of that fact: every module that skips or strips blanks reads it here."""
+    pattern = terminal_pattern("WS")
+    return "".join(c for c in map(chr, range(128)) if pattern.fullmatch(c))
+
+
 def terminal_pattern(name: str):
     """The compiled regular expression of a terminal, as the grammar defines it.
 

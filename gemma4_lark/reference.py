@@ -1,774 +1,397 @@
-"""The hand-written implementation: a lenient decoder and a streaming scanner, written without the
-grammar so that testing one against the other means something.
+"""The hand-written oracle: a strict call-block reader and a strict streaming scanner, written from
+the documentation and the grammar's text, never from the code that implements them, so that
+running them against `gemma4_lark.parse_call` and `StreamParser(strict=True)` tests something.
 
-Nothing here imports Lark or the grammar-backed modules (a test checks it). The decoder works the
-way OMP's does, walking brackets and splitting at top-level commas while skipping `<|"|>` spans, and
-on every input the grammar accepts it returns what the strict parser returns. Outside the language it
-recovers what can be recovered safely and records each recovery as a diagnostic whose span
-(`pos` to `end`) covers the text it skipped or read unusually: every character of a recovered block
-is either part of a decoded value or inside such a span. The recoveries:
+Nothing here imports the production parsing, decoding or streaming code (Lark, the grammar, the
+fast path, the lenient recovery, the stream parser; a test checks it): only the shared vocabulary,
+the token constants (`tokens`), the event classes (`events`) and the diagnostic type. Where the
+rules come from:
 
-* a missing `<|tool_call>` or `<tool_call|>`, a stray `:` before `call:`, spaces around its colon;
-* a missing closing brace or bracket (decode what is there), a mismatched closer;
-* text after the object; empty members and trailing commas (skipped); a second `call:` in the
-  same block (decoded as a call of its own by `decode_calls`);
-* a string whose closing delimiter never comes (it runs to the end, less the closers the open
-  objects need, or to a `,KEY:` that a delimiter follows: the next member), and `<|"|>` inside a
-  string that is not followed by `,` `}` `]` `:` or the end (read as a literal `"`, as models use
-  it for Python's triple quotes); a `<|"|>` right after an unquoted value that closes nothing;
-* JSON-quoted `"strings"` (decoded as JSON), single-quoted `'strings'`, `key=value`;
-* the Python-style `call:NAME(key=value, ...)` shell;
-* a value that starts like a number but is not one (`432+1`): kept as text;
-* a member with no `:` right after an undelimited word (`location:Tokyo, JP`): more of the word.
-
-Two readings leave text the model wrote out of the arguments, a key without its value and words
-after the object; they set `Decoded.lossy`, for the caller to refuse (the streaming parser makes
-such a block a `lossy` error unless asked otherwise).
-
-FunctionGemma's `<escape>` string delimiters inside an unquoted value are kept as the grammar
-reads them (part of the word) and reported (`functiongemma-escape`).
-
-It never raises. It returns no call when there is no `call:NAME` head to anchor one, and none when a
-member cannot be read safely (it gives up rather than invent arguments). Its cost is linear in the
-block: one pass, each diagnostic's line and column found in O(log n), and at most `_MAX_NOTES`
-diagnostics kept per call (the rest are summed up in one).
+* `read_call`: the language of the grammar's `call_block` rule (grammar/gemma4.lark, its terminals
+  as the comments describe them), read by a hand-written pushdown reader with an explicit stack (no
+  Python recursion, whatever the nesting), building the values SPEC section 3 and docs/README.md
+  give: strings verbatim, integers exact up to 4,300 digits, floats as doubles, `null`, `None` and
+  `none` as None, bare words as str, objects in insertion order, a repeated key's last value at
+  its first place. It refuses what the grammar refuses, with the codes of docs/schema.md: `too-deep`
+  when a bracket opens past `max_depth` before anything else is wrong, `syntax` for the rest.
+* `ReferenceScanner`: strict streaming as docs/streaming.md and the strict column of
+  docs/leniency.md ("Stray markup") describe it: the same options and events as
+  `StreamParser(strict=True)`, block boundaries found by looking, in each state, for the earliest
+  of that state's markers in one buffer.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
+import sys
 from dataclasses import dataclass, field
-from json.decoder import scanstring as _json_string
 
 from . import tokens
 from .diagnostics import Diagnostic, LineIndex
 from .events import (
-    Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
+    Stop, StrayMarkup, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
 )
-from .model import ToolCall
-from .schema.lexeme import Scalar
 
-_DELIM = tokens.STRING_DELIMITER
-_WS = " \t\r\n"
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:-")
-# A bare key that is anything else means the member split went wrong (an undelimited string
-# with commas and colons): the decoder gives up rather than invent arguments.
-_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-$@")
+_DELIMITER = tokens.STRING_DELIMITER
+_BLANKS = " \t\r\n"  # the grammar's insignificant whitespace: ASCII only
+_LETTERS_DIGITS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+_NAME_CHARS = frozenset(_LETTERS_DIGITS + "_.:-")    # a tool's name (MCP-style `server:tool` too)
+_KEY_CHARS = frozenset(_LETTERS_DIGITS + "_.$@-")    # a bare key
 _DIGITS = frozenset("0123456789")
+_NOT_IN_WORD = frozenset(_BLANKS + ",{}[]\"'")       # what a bare word's characters are not
+_AFTER_NUMBER = frozenset(_BLANKS + ",}]<")          # what may follow a number (or nothing)
+_MARKUP_NAME = frozenset("abcdefghijklmnopqrstuvwxyz_")
 _LITERALS = {"true": True, "false": False, "null": None, "None": None, "none": None}
-_STOPS = (tokens.TOOL_RESPONSE_OPEN, tokens.TURN_CLOSE, tokens.EOS)
-_ESCAPE = "<escape>"  # FunctionGemma's string delimiter, not Gemma 4's
-_INTERIOR_DELIMITER = f"{_DELIM} inside a string read as a quote"
-_UNCLOSED_BEFORE_MEMBER = f"the string opened here is not closed by {_DELIM}; it ends where the next member starts"
-_STRAY_DELIMITER = f"{_DELIM} after an unquoted value closes nothing; skipped"
-# Scanning helpers: one C-level search instead of a Python loop per character.
-_WS_RUN = re.compile("[ \t\r\n]*")
-_SCALAR_END = re.compile(r"[,}\]]|" + re.escape(_DELIM))
-_SCALAR_END_IN_PARENS = re.compile(r"[,}\])]|" + re.escape(_DELIM))
-_COMMA_RUN = re.compile("[, \t\r\n]*")
-_BRACE_BEFORE_CALL = re.compile(r"\}[ \t\r\n]*call[ \t\r\n]*:")
-_KEY = re.compile(r"[A-Za-z0-9_.\-$@]+")  # the characters of _KEY_CHARS
-_PLAIN_START = frozenset("0123456789")
-_QUOTE_START = frozenset("<\"'")  # a key that is not bare: `<|"|>...`, `"..."`, `'...'`
-_COMMA_OR_WS = frozenset(", \t\r\n")
-_KEY_END = re.compile(r"[:=,})\]]")
-_QUOTED_BODY = {q: re.compile(r"[^%s\\]*(?:\\.[^%s\\]*)*" % (q, q), re.S) for q in "\"'"}
-# Diagnostics kept per call; beyond, one `more-diagnostics` entry spans the rest (memory stays a
-# constant however many recoveries a block needs).
-_MAX_NOTES = 1000
-# Integers are decoded exactly up to CPython's default limit for int/str conversion (so the value
-# can be printed and JSON-encoded by whoever receives it); a longer one is refused with an error.
-# The strict parser has the same bound, written there independently.
-_MAX_INT_DIGITS = 4300
-# Diagnostics that say the block was cut off rather than finished: its arguments are incomplete.
-_CUT_OFF = frozenset({"missing-bracket", "unterminated-string-at-end"})
-# Diagnostics that say text the model wrote inside the arguments is in no decoded value (a key
-# without its value is left out): the call is then `lossy` (docs/leniency.md#lossy-recoveries).
-_DROPS = frozenset({"missing-value"})
-# What may follow the arguments' closing brace and be ignored without losing anything the model
-# meant: more closers and commas (`{a:1}}`); any other text after the object is dropped text.
-_CLOSERS_ONLY = re.compile(r"[ \t\r\n,}\])]*")
+_ESCAPE = "<escape>"  # FunctionGemma's string delimiter: inside a bare word it is text, reported
+_MAX_INTEGER_DIGITS = 4300  # CPython's default int/str limit; a process's lower limit wins
+_HEAD_WINDOW = 256  # tool_call_start: `call:NAME{` complete within the block's first 256 characters
 
 
+# --- the strict block reader ----------------------------------------------------------------------
 @dataclass(frozen=True)
-class Decoded:
-    """What `decode_call` found: the call (or None) and how it got there. `complete` is False when
-    the arguments were cut off (a bracket or a string still open where the block ends); `lossy` is
-    True when the reading left text the model wrote out of the call (a key without its value,
-    text after the object): the call does not say all the model wrote."""
+class Reading:
+    """What `read_call` found: a call (`name`, `arguments`, `warnings`: the `duplicate-key` and
+    `functiongemma-escape` findings a valid block carries), or, when `code` is set (`syntax` or
+    `too-deep`), why the block is not one, at offset `pos`."""
 
-    call: ToolCall | None
-    diagnostics: list = field(default_factory=list)
-    complete: bool = True
-    lossy: bool = False
-
-
-def _is_name(text: str) -> bool:
-    return bool(text) and all(c in _NAME_CHARS for c in text)
+    name: str | None = None
+    arguments: dict | None = None
+    warnings: list = field(default_factory=list)
+    code: str | None = None
+    pos: int = 0
+    message: str = ""
 
 
-def _decimal_int(digits: str) -> int:
-    """The exact int of a string of ASCII digits: halves converted separately, so no piece reaches
-    int()'s digit limit (at least 640 wherever it is set)."""
-    if len(digits) <= 600:
-        return int(digits)
-    low = len(digits) // 2
-    return _decimal_int(digits[:-low]) * 10 ** low + _decimal_int(digits[-low:])
+class _Refused(Exception):
+    def __init__(self, code: str, pos: int, message: str):
+        super().__init__(message)
+        self.code, self.pos, self.message = code, pos, message
 
 
-def _number(text: str):
-    """int or float when `text` is a complete decimal number, else None."""
-    body = text[1:] if text[:1] == "-" else text
-    if not body:
-        return None
-    if body.isascii() and body.isdigit():
-        value = _decimal_int(body)
-        return -value if text[:1] == "-" else value
-    mantissa, exponent = body, ""
-    for mark in "eE":
-        if mark in body:
-            mantissa, _, exponent = body.partition(mark)
-            break
-    if exponent:
-        digits = exponent[1:] if exponent[0] in "+-" else exponent
-        if not (digits.isascii() and digits.isdigit()):
-            return None
-    elif body[-1:] in "eE":
-        return None
-    whole, dot, fraction = mantissa.partition(".")
-    if not (whole or fraction) or not all(c in _DIGITS for c in whole + fraction):
-        return None
-    if not dot and not exponent:
-        return None
-    value = float(text)
-    return None if value in (float("inf"), float("-inf")) else value
+def read_call(block: str, *, max_depth: int = 512) -> Reading:
+    """Read `block` as the grammar's `call_block`, strictly. Never raises (for a str)."""
+    reader = _BlockReader(block, max_depth)
+    try:
+        name, arguments = reader.call()
+    except _Refused as refused:
+        return Reading(code=refused.code, pos=refused.pos, message=refused.message)
+    return Reading(name, arguments, sorted(reader.warnings, key=lambda d: d.pos))
 
 
-def _looks_numeric(text: str) -> bool:
-    """Begins like a number (`[+-]?[0-9.]`: docs/spec/BARE_WORD.md)."""
-    if text[:1] in _DIGITS or text[:1] == ".":
-        return True
-    return text[:1] in ("+", "-") and len(text) > 1 and (text[1] in _DIGITS or text[1] == ".")
+def _integer_digit_limit() -> int:
+    interpreter = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+    return min(_MAX_INTEGER_DIGITS, interpreter) if interpreter else _MAX_INTEGER_DIGITS
 
 
-class _Decoder:
-    """One pass over one call in a block. Positions in diagnostics are offsets from `base` (where
-    the call starts in the block); line and column count from there too."""
-
-    def __init__(self, text: str, max_depth: int, lines: LineIndex, base: int = 0, lossless: bool = False):
+class _BlockReader:
+    def __init__(self, text: str, max_depth: int):
         self.text = text
-        self.lossless = lossless  # scalars as `Scalar`s (value, lexeme, position): decoding against tools
+        self.n = len(text)
+        self.i = 0
         self.max_depth = max_depth
-        self.lines = lines
-        self.base = base
-        self.base_line, self.base_column = lines.line_and_column(base)
-        self.diagnostics: list[Diagnostic] = []
-        self.suppressed = None  # [count, first pos, furthest end] of the notes beyond _MAX_NOTES
-        self.complete = True
-        self.lossy = False      # text of the arguments left out of every value (`_DROPS`)
-        self.in_parens = False  # the arguments are a `(...)` shell: `)` closes too
-        # Schema-gated recovery (decoding against tools, lenient): the tool's declared keys and
-        # those whose schema allows only a string; see `string_run`.
-        self.keys = self.string_keys = None
-        self.open_object = True
-        self._next_key = None
-        self._last_brace = None
-        self._further_call = None
+        self.warnings: list[Diagnostic] = []
+        self._lines = None
 
-    def note(self, code: str, message, pos: int, severity: str = "warning", end: int | None = None) -> None:
-        """Record a finding about text[pos:end] (absolute offsets). `message` is a str, or a
-        (format, arguments...) tuple formatted only when the finding is kept."""
-        end = pos if end is None else end
-        if code in _CUT_OFF:
-            self.complete = False
-        elif code in _DROPS:
-            self.lossy = True
-        if self.suppressed is not None and severity != "error":
-            suppressed = self.suppressed
-            suppressed[0] += 1
-            if pos < suppressed[1]:
-                suppressed[1] = pos
-            if end > suppressed[2]:
-                suppressed[2] = end
-            return
-        if len(self.diagnostics) >= _MAX_NOTES and severity != "error":
-            if self.suppressed is None:
-                self.suppressed = [0, pos, end]
-            self.suppressed[0] += 1
-            self.suppressed[1] = min(self.suppressed[1], pos)
-            self.suppressed[2] = max(self.suppressed[2], end)
-            return
-        if type(message) is tuple:  # (format, arguments): formatted only when kept
-            message = message[0].format(*message[1:])
-        self.diagnostics.append(self._diagnostic(severity, code, message, pos, end))
+    def refuse(self, message: str, code: str = "syntax"):
+        raise _Refused(code, self.i, message)
 
-    def _diagnostic(self, severity, code, message, pos, end) -> Diagnostic:
-        line, column = self.lines.line_and_column(pos)
-        if line == self.base_line:
-            column -= self.base_column - 1
-        return Diagnostic(severity, code, message, line - self.base_line + 1, column, pos - self.base, end - self.base)
+    def warn(self, code: str, message: str, pos: int, end: int) -> None:
+        if self._lines is None:
+            self._lines = LineIndex(self.text)
+        line, column = self._lines.line_and_column(pos)
+        self.warnings.append(Diagnostic("warning", code, message, line, column, pos, end))
 
-    def findings(self) -> list:
-        found = self.diagnostics
-        if self.suppressed is not None:
-            count, pos, end = self.suppressed
-            found = found + [self._diagnostic(
-                "warning", "more-diagnostics", f"{count} more recoveries in this span, not listed one by one", pos, end)]
-        return sorted(found, key=lambda d: d.pos)
+    def skip_blanks(self) -> None:
+        text, n, i = self.text, self.n, self.i
+        while i < n and text[i] in _BLANKS:
+            i += 1
+        self.i = i
 
-    def skip_ws(self, pos: int, end: int) -> int:
-        if pos < end and self.text[pos] in _WS:
-            return _WS_RUN.match(self.text, pos, end).end()
-        return pos
+    def literal(self, expected: str) -> None:
+        self.skip_blanks()
+        if not self.text.startswith(expected, self.i):
+            self.refuse(f"expected `{expected}`")
+        self.i += len(expected)
 
-    # --- strings -------------------------------------------------------------------------------
-    def _member_start(self, low: int, q: int) -> int | None:
-        """When text[low:q] ends with `,KEY:` (a delimiter follows at q), where its comma is."""
+    def run_of(self, chars: frozenset) -> str:
+        text, n, start = self.text, self.n, self.i
+        i = start
+        while i < n and text[i] in chars:
+            i += 1
+        self.i = i
+        return text[start:i]
+
+    # `<|tool_call>` `call:` NAME object `<tool_call|>`, blanks between
+    def call(self):
+        self.literal(tokens.TOOL_CALL_OPEN)
+        self.literal(tokens.CALL_KEYWORD)
+        self.skip_blanks()
+        name = self.run_of(_NAME_CHARS)
+        if not name:
+            self.refuse("expected the tool's name")
+        self.skip_blanks()
+        if not self.text.startswith("{", self.i):
+            self.refuse("expected `{` (the arguments)")
+        arguments = self.value()
+        self.literal(tokens.TOOL_CALL_CLOSE)
+        self.skip_blanks()
+        if self.i != self.n:
+            self.refuse(f"text after `{tokens.TOOL_CALL_CLOSE}`")
+        return name, arguments
+
+    def value(self):
+        """The value at the current position, containers and all, with an explicit stack of the
+        open ones: each entry [container, closer, key waiting for its value]."""
         text = self.text
-        i = q
-        while i > low and text[i - 1] in _WS:
-            i -= 1
-        if i <= low or text[i - 1] not in ":=":
-            return None
-        i -= 1
-        while i > low and text[i - 1] in _WS:
-            i -= 1
-        j = i
-        while j > low and text[j - 1] in _KEY_CHARS:
-            j -= 1
-        if j == i:
-            return None
-        while j > low and text[j - 1] in _WS:
-            j -= 1
-        return j - 1 if j > low and text[j - 1] == "," else None
-
-    def delimited(self, pos: int, end: int, stack: list) -> tuple[str, int]:
-        """A `<|"|>` string at `pos`: (its text, the position after it). Delimiters inside it are
-        read as `"`, so its text is text[start:stop] with each of them replaced."""
-        text = self.text
-        start = search = pos + len(_DELIM)
+        stack: list = []
         while True:
-            q = text.find(_DELIM, search, end)
-            if q < 0:
-                break
-            after = self.skip_ws(q + len(_DELIM), end)
-            if after >= end or text[after] in ",}]:" or text[after] == ")" and self.in_parens:
-                return self._string(start, q), q + len(_DELIM)
-            member = self._member_start(search, q)
-            if member is not None:
-                # `<|"|>one,second:<|"|>two`: the first string was never closed, and the next
-                # member starts at the comma; read it as a member rather than as string text
-                self.note("unterminated-string", _UNCLOSED_BEFORE_MEMBER, pos, end=member)
-                return self._string(start, member), member
-            # a delimiter inside the string: the model meant a quote character
-            self.note("interior-delimiter", _INTERIOR_DELIMITER, q, end=q + len(_DELIM))
-            search = q + len(_DELIM)
-        # never closed: the string runs to the end, less the closers the open structures need
-        stop = end
-        while stop > search and text[stop - 1] in _WS:
-            stop -= 1
-        needed = "".join(reversed([c["closer"] for c in stack]))
-        if needed and stop - search >= len(needed) and text.startswith(needed, stop - len(needed)):
-            stop -= len(needed)
-            self.note("unterminated-string", f"the string opened here is never closed by {_DELIM}; it ends before"
-                      " the closing brackets", pos, end=stop)
-            return self._string(start, stop), stop
-        self.note("unterminated-string-at-end", f"the string opened here is never closed by {_DELIM}: the block"
-                  " ends inside it", pos, end=end)
-        return self._string(start, end), end
-
-    def _string(self, start: int, stop: int) -> str:
-        value = self.text[start:stop]
-        return value.replace(_DELIM, '"') if _DELIM in value else value
-
-    def quoted(self, pos: int, end: int) -> tuple[str, int]:
-        """A JSON `"string"` or a `'string'` at `pos`."""
-        text = self.text
-        quote = text[pos]
-        if quote == '"':
-            try:
-                value, after = _json_string(text, pos + 1, False)
-            except ValueError:
-                pass
-            else:
-                if after <= end:
-                    self.note("json-string", "JSON-quoted string decoded as JSON", pos, end=after)
-                    return value, after
-        q = _QUOTED_BODY[quote].match(text, pos + 1, end).end()
-        if q >= end or text[q] != quote:
-            self.note("unterminated-string-at-end", f"the {quote}-quoted string opened here is never closed", pos, end=end)
-            return text[pos + 1:end], end
-        raw = text[pos:q + 1]
-        if quote == '"':
-            self.note("json-string", "JSON-quoted string decoded as JSON", pos, end=q + 1)
-            try:
-                return json.loads(raw), q + 1
-            except ValueError:
-                return raw[1:-1], q + 1
-        self.note("single-quoted-string", "single-quoted string", pos, end=q + 1)
-        return raw[1:-1], q + 1
-
-    # --- values --------------------------------------------------------------------------------
-    def string_run(self, pos: int, end: int, key: str):
-        """Ollama's repair, gated on the schema: the undelimited value at `pos` of the top-level
-        member `key`, whose schema allows only a string, runs to the next `,KEY:` of a declared key
-        or to the object's closing brace, when the plain reading would stop sooner (at a comma or
-        a bracket inside it). (value, position after it), or None when the plain reading stands.
-        A run over a `<|` is not taken: markup inside means something else went wrong."""
-        text = self.text
-        found = _SCALAR_END.search(text, pos, end)
-        plain_end = found.start() if found else end
-        # The object's closing brace: the `}` before a further call of the block, else the last
-        # one. Both searches are remembered, so many runs in one block read it once (linear).
-        if self._last_brace is None:
-            self._last_brace = text.rfind("}", 0, end)
-        further = self._further_call
-        if further is None or further[0] is not None and further[0] < plain_end:
-            match = _BRACE_BEFORE_CALL.search(text, plain_end, end)
-            further = self._further_call = (match.start() if match else None,)
-        close = further[0] if further[0] is not None else self._last_brace
-        if close < 0 or plain_end >= close or text[plain_end] == "<":
-            return None
-        if self._next_key is None:
-            keys = "|".join(re.escape(k) for k in sorted(self.keys, key=len, reverse=True))
-            if self.open_object:  # any key may follow: a member the schema allows is never swallowed
-                keys = _KEY.pattern
-            # a key as the model may write it: bare, or JSON- or single-quoted (a `<|"|>` one stops the run anyway)
-            self._next_key = re.compile(r",[ \t\r\n]*(?:\"(?:%s)\"|'(?:%s)'|(?:%s))[ \t\r\n]*[:=]" % (keys, keys, keys))
-        following = self._next_key.search(text, plain_end, close)
-        stop = following.start() if following else close
-        if stop <= plain_end or "<|" in text[plain_end:stop]:
-            return None
-        value = text[pos:stop].strip(_WS)
-        self.note("string-run", ("the string field `{!s:.40}` has an undelimited value with commas or brackets: read"
-                                 " to the {}", key, "next declared key" if following else "closing brace"),
-                  pos, end=stop)
-        return (Scalar(value, value, pos - self.base) if self.lossless else value), stop
-
-    def scalar(self, pos: int, end: int) -> tuple[object, int]:
-        """An unquoted value: up to the next top-level delimiter. In lossless mode, a `Scalar`
-        that keeps the word as written and where it starts."""
-        value, after, word = self._scalar(pos, end)
-        if self.lossless:
-            start = self.text.find(word[:1], pos) if word else pos
-            return Scalar(value, word, start - self.base), after
-        return value, after
-
-    def _scalar(self, pos: int, end: int) -> tuple[object, int, str]:
-        text = self.text
-        found = (_SCALAR_END_IN_PARENS if self.in_parens else _SCALAR_END).search(text, pos, end)
-        q = found.start() if found else end
-        word = text[pos:q]
-        if word[-1:] in _WS or word[:1] in _WS:
-            word = word.strip(_WS)
-        after = q
-        if word and text[q:q + 1] == "<" and text.startswith(_DELIM, q):
-            # `city:Tokyo<|"|>}`: a closing delimiter for a string never opened; it closes nothing
-            following = self.skip_ws(q + len(_DELIM), end)
-            if following >= end or text[following] in ",}]" or text[following] == ")" and self.in_parens:
-                self.note("stray-delimiter", _STRAY_DELIMITER, q,
-                          end=q + len(_DELIM))
-                after = q + len(_DELIM)
-        if word in _LITERALS:
-            return _LITERALS[word], after, word
-        if word.isdigit() and len(word) <= 600 and word.isascii():
-            return int(word), after, word
-        if _looks_numeric(word):
-            digits = len(word) - (word[:1] in "+-")
-            if digits > _MAX_INT_DIGITS and word.lstrip("+-").isdigit():
-                self.note("number-too-long", f"an integer of {digits} digits (more than {_MAX_INT_DIGITS}) is"
-                          " refused", pos, "error", end=q)
-                raise _Abandon(self.findings())
-            number = _number(word)
-            if number is not None:
-                return number, after, word
-            self.note("malformed-number", ("`{}` starts like a number but is not one; kept as text", word[:40]), pos,
-                      end=q)
-        if _ESCAPE in word:
-            first = text.find(_ESCAPE, pos, q)
-            self.note("functiongemma-escape", f"FunctionGemma's {_ESCAPE} delimiter inside an unquoted value: kept"
-                      f" as text (Gemma 4 quotes strings with {_DELIM})", first,
-                      end=text.rfind(_ESCAPE, pos, q) + len(_ESCAPE))
-        return word, after, word
-
-    def value(self, pos: int, end: int, stack: list) -> tuple[object, int, bool]:
-        """(value, position after it, True when it opened a container now on `stack`)."""
-        text = self.text
-        if text.startswith(_DELIM, pos):
-            value, after = self.delimited(pos, end, stack)
-            return (Scalar(value, None, pos - self.base) if self.lossless else value), after, False
-        ch = text[pos]
-        if ch in "\"'":
-            value, after = self.quoted(pos, end)
-            if text.startswith(_DELIM, after):  # `'abc'<|"|>}`: a delimiter that closes nothing
-                following = self.skip_ws(after + len(_DELIM), end)
-                if following >= end or text[following] in ",}]" or text[following] == ")" and self.in_parens:
-                    self.note("stray-delimiter", _STRAY_DELIMITER, after, end=after + len(_DELIM))
-                    after += len(_DELIM)
-            return (Scalar(value, None, pos - self.base) if self.lossless else value), after, False
-        if ch in "{[":
-            if len(stack) >= self.max_depth:
-                self.note("too-deep", f"nesting deeper than {self.max_depth} levels", pos, "error")
-                raise _Abandon(self.findings())
-            container = {} if ch == "{" else []
-            stack.append({"value": container, "closer": "}" if ch == "{" else "]", "count": 0, "start": pos})
-            return container, pos + 1, True
-        value, after = self.scalar(pos, end)
-        return value, after, False
-
-    def key(self, pos: int, end: int, stack: list) -> tuple[str | None, int]:
-        text = self.text
-        if text.startswith(_DELIM, pos):
-            return self.delimited(pos, end, stack)
-        if text[pos] in "\"'":
-            return self.quoted(pos, end)
-        found = _KEY_END.search(text, pos, end)
-        q = found.start() if found else end
-        key = text[pos:q]
-        if key[:1] in _WS or key[-1:] in _WS:
-            key = key.strip(_WS)
-        if not _KEY.fullmatch(key):
-            self.note("unreadable-key", f"`{key[:40]}` cannot be a key: the arguments cannot be read safely", pos,
-                      "error", end=q)
-            raise _Abandon(self.findings())
-        return key, q
-
-    def container(self, pos: int, end: int, opener: str) -> tuple[object, int]:
-        """The object (or the `(...)` shell) or list that starts at `pos`, iteratively.
-
-        This loop runs once per member, comma and closer of the block: it keeps its state in locals
-        (what is on top of the stack, whether it is an object) for speed on large blocks."""
-        text = self.text
-        note = self.note
-        ws_run = _WS_RUN.match
-        comma_run = _COMMA_RUN.match
-        scalar_end = (_SCALAR_END_IN_PARENS if opener == "(" else _SCALAR_END).search
-        key_end = _KEY_END.search
-        key_chars = _KEY.fullmatch
-        root_closer = ")" if opener == "(" else ("}" if opener == "{" else "]")
-        self.in_parens = opener == "("
-        root = [] if opener == "[" else {}
-        stack = [{"value": root, "closer": root_closer, "count": 0, "start": pos}]
-        top, closer, is_object, count = root, root_closer, isinstance(root, dict), 0
-        pos += 1
-        expect_value_for = None  # the key waiting for its value, in an object
-        key_start = pos
-        after_comma = False
-        # (object, key, start) of the last member when its value is a bare word: a member with no
-        # `:` right after it is more of that word (`location:Tokyo, JP`), not a key to drop
-        last_word = None
-        while True:
-            if pos < end:
-                ch = text[pos]
-                if ch in _WS:
-                    pos = ws_run(text, pos, end).end()
-                    ch = text[pos] if pos < end else None
-            else:
-                ch = None
-            if ch is None:
-                note("missing-bracket", ("missing `{}`: the block ends first", closer), pos)
-                ch = closer  # close it here, as if the closer were written
-            if ch in "}])":
-                if ch != closer:
-                    note("mismatched-closer", ("`{}` where `{}` closes", ch, closer), pos, end=pos + 1)
-                if after_comma:
-                    note("trailing-comma", "trailing comma", pos)
-                if expect_value_for is not None:
-                    note("missing-value", ("no value for `{!s:.40}`", expect_value_for), key_start, end=pos)
-                    expect_value_for = None
-                stack.pop()
-                if pos < end:
-                    pos += 1
-                after_comma = False
-                if not stack:
-                    return root, pos
-                entry = stack[-1]
-                top, closer, count = entry["value"], entry["closer"], entry["count"]
-                is_object = type(top) is dict
-                continue
-            if ch == ",":
-                run = pos + 1
-                if run < end and text[run] in _COMMA_OR_WS:  # `,,, ,`: empty members after the comma
-                    run = comma_run(text, run, end).end()
-                empty_from = pos + 1
-                if expect_value_for is not None:
-                    note("missing-value", ("no value for `{!s:.40}`", expect_value_for), key_start, end=pos + 1)
-                    expect_value_for = None
-                elif count == 0 or after_comma:
-                    empty_from = pos
-                if run > empty_from and "," in text[empty_from:run]:
-                    note("empty-member", "empty member", empty_from, end=run)
-                after_comma = True
-                pos = run
-                continue
-            if count and not after_comma and expect_value_for is None:
-                note("missing-comma", "missing comma between members", pos)
-            after_comma = False
-            if is_object and expect_value_for is None:
-                key_start = pos
-                if ch in _QUOTE_START:
-                    key, pos = self.key(pos, end, stack)
-                else:  # a bare key, inlined
-                    found = key_end(text, pos, end)
-                    q = found.start() if found else end
-                    key = text[pos:q]
-                    if key[-1:] in _WS:
-                        key = key.rstrip(_WS)
-                    if not key_chars(key) and not (last_word is not None and last_word[0] is top and "<" not in key
-                                                   and (q >= end or text[q] not in ":=")):
-                        self.key(pos, end, stack)  # raises with the diagnostic
-                    pos = q
-                if pos < end and text[pos] in _WS:
-                    pos = ws_run(text, pos, end).end()
-                if pos < end and text[pos] in ":=":
-                    if text[pos] == "=":
-                        note("equals", "`=` instead of `:`", pos, end=pos + 1)
-                    pos += 1
-                    expect_value_for = key
-                    last_word = None
-                    continue
-                if last_word is not None and last_word[0] is top and ch not in _QUOTE_START:
-                    # no `:` after a bare word's comma: the word goes on (its text is kept whole)
-                    _, word_key, word_start = last_word
-                    stop = key_start + len(key)
-                    word = text[word_start:stop]
-                    note("comma-in-word", ("the undelimited value of `{!s:.40}` holds a comma: read as one string",
-                                           word_key), word_start, end=stop)
-                    top[word_key] = Scalar(word, word, word_start - self.base) if self.lossless else word
-                    continue
-                note("missing-value", ("member `{!s:.40}` has no value", key), key_start, end=pos)
-                count += 1
-                continue
-            opened = False
-            run = None
-            value_start = pos
-            if (self.string_keys is not None and is_object and len(stack) == 1 and ch not in _QUOTE_START
-                    and ch not in "{[" and expect_value_for in self.string_keys):
-                run = self.string_run(pos, end, expect_value_for)
-            if run is not None:
-                value, pos = run
-            elif ch in _PLAIN_START:
-                # the most frequent value, inlined: an unsigned integer ended by `,` or a closer
-                found = scalar_end(text, pos, end)
-                q = found.start() if found else end
-                word = text[pos:q]
-                if word.isdigit() and len(word) <= 600 and word.isascii() and text[q:q + 1] != "<":
-                    value = Scalar(int(word), word, pos - self.base) if self.lossless else int(word)
-                    pos = q
+            self.skip_blanks()
+            i = self.i
+            opener = text[i] if i < self.n else ""
+            if opener in ("{", "["):
+                if len(stack) + 1 > self.max_depth:
+                    self.refuse(f"nesting deeper than {self.max_depth} levels", "too-deep")
+                self.i += 1
+                container = {} if opener == "{" else []
+                closer = "}" if opener == "{" else "]"
+                self.skip_blanks()
+                if self.text.startswith(closer, self.i):  # empty
+                    self.i += 1
+                    value = container
                 else:
-                    value, pos = self.scalar(pos, end)
+                    stack.append([container, closer, self.key() if opener == "{" else None])
+                    continue
             else:
-                stack[-1]["count"] = count + 1  # kept for when a container opened here closes
-                value, pos, opened = self.value(pos, end, stack)
-            if is_object:
-                last_word = None
-                if not opened and run is None and ch not in _QUOTE_START:
-                    word = value.value if type(value) is Scalar else value
-                    if type(word) is str:
-                        last_word = (top, expect_value_for, value_start)
-                if expect_value_for in top:
-                    # the last value wins, as in the grammar; the span (from the object's opener)
-                    # covers the value it replaces
-                    note("duplicate-key", ("duplicate key `{!s:.40}`: the last value wins", expect_value_for),
-                         stack[-2 if opened else -1]["start"], end=pos)
-                top[expect_value_for] = value
-                expect_value_for = None
-            else:
-                top.append(value)
-            count += 1
-            if opened:
-                entry = stack[-1]
-                top, closer, count = entry["value"], entry["closer"], 0
-                is_object = type(top) is dict
+                value = self.scalar()
+            # the value is complete: it goes into the container it stands in, and what follows is a
+            # comma (another member or item) or the closer (which completes that container)
+            while True:
+                if not stack:
+                    return value
+                top = stack[-1]
+                container, closer, key = top
+                if type(container) is dict:
+                    if key in container:  # the last value wins, at the first key's place
+                        self.warn("duplicate-key", f"duplicate key `{key[:40]}`: the last value wins",
+                                  key.pos, key.pos)
+                    container[str(key)] = value
+                else:
+                    container.append(value)
+                self.skip_blanks()
+                if self.text.startswith(",", self.i):
+                    self.i += 1
+                    if type(container) is dict:
+                        top[2] = self.key()
+                    break
+                if self.text.startswith(closer, self.i):
+                    self.i += 1
+                    stack.pop()
+                    value = container
+                    continue
+                self.refuse(f"expected `,` or `{closer}`")
 
-
-class _Abandon(Exception):
-    """The block is beyond recovery (too deep, or its members cannot be told apart)."""
-
-    def __init__(self, diagnostics=()):
-        super().__init__()
-        self.diagnostics = list(diagnostics)
-
-
-def failure_code(diagnostics) -> str:
-    """The `ToolCallError.code` of a block the decoder could not read, from its findings."""
-    codes = {d.code for d in diagnostics if d.severity == "error"}
-    for code in ("too-deep", "internal"):
-        if code in codes:
-            return code
-    return "syntax"
-
-
-def decode_call(block: str, *, max_depth: int = 512) -> Decoded:
-    """Decode one call block, leniently. Never raises.
-
-    When the block holds further calls after the first (`call:a{...}call:b{...}`), the first is
-    returned with a `second-call` diagnostic spanning the rest; `decode_calls` decodes them all.
-    """
-    segments = decode_calls(block, max_depth=max_depth)
-    start, stop, decoded = segments[0]
-    if len(segments) == 1:
-        return decoded
-    lines = LineIndex(block)
-    line, column = lines.line_and_column(stop)
-    rest = Diagnostic("warning", "second-call", "another call follows in the same block; decode_calls reads it",
-                      line, column, stop, len(block))
-    found = [d for d in decoded.diagnostics if d.code != "second-call"]
-    return Decoded(decoded.call, found + [rest], decoded.complete, decoded.lossy)
-
-
-def decode_calls(block: str, *, max_depth: int = 512, lossless: bool = False, hints=None) -> list:
-    """Decode a call block that may hold several calls, leniently. Never raises.
-
-    Returns `(start, end, Decoded)` for each call: its part of the block, `block[start:end]`, and
-    what it decodes to (diagnostics relative to `start`). The parts tile the block. A block with no
-    call in it is one part whose `call` is None.
-
-    `lossless` (decoding against the declared tools): every scalar of the arguments is a
-    `gemma4_lark.schema.lexeme.Scalar` (value, text as written, position relative to `start`),
-    for the caller to type by the tool's schema. `hints` (with tools): a function of a call's
-    name giving an object with `keys` (the declared keys), `string_keys` (those whose schema
-    allows only a string) and `open` (other keys allowed), or None; an undelimited value of such a top-level key may then run to
-    the next declared key (`string-run`, docs/leniency.md).
-    """
-    try:
-        lines = LineIndex(block)
-        end = _body_end(block)
-        segments = []
-        start = 0
-        while True:
-            decoded, rest = _decode_call(block, max_depth, lines, start, end, not segments, lossless, hints)
-            if rest is None:
-                segments.append((start, len(block), decoded))
-                return segments
-            segments.append((start, rest, decoded))
-            start = rest
-    except Exception as exc:  # the promise is "never raises": a bug here must not crash a stream
-        return [(0, len(block), Decoded(None, [Diagnostic(
-            "error", "internal", f"reference decoder failed: {exc!r}", 1, 1, 0, len(block))], False))]
-
-
-def _body_end(text: str) -> int:
-    """Where the arguments end: before `<tool_call|>` (or what ended the block instead)."""
-    tail = text.rstrip(_WS)
-    if tail.endswith(tokens.TOOL_CALL_CLOSE):
-        return len(tail) - len(tokens.TOOL_CALL_CLOSE)
-    for marker in _STOPS:
-        if tail.endswith(marker):
-            return len(tail) - len(marker)
-    return -1 - len(tail)  # not closed: encoded as a negative number (see _decode_call)
-
-
-def _decode_call(block: str, max_depth: int, lines: LineIndex, start: int, body_end: int, first: bool,
-                 lossless: bool = False, hints=None):
-    """(Decoded, where a further call starts or None) for the call at block[start:]."""
-    d = _Decoder(block, max_depth, lines, start, lossless)
-    text = block
-    closed = body_end >= 0
-    end = body_end if closed else -1 - body_end
-    try:
-        pos = d.skip_ws(start, end)
-        if not first:
-            d.note("second-call", "a further call in the same block", start)
-        elif text.startswith(tokens.TOOL_CALL_OPEN, pos):
-            pos = d.skip_ws(pos + len(tokens.TOOL_CALL_OPEN), end)
+    def key(self):
+        """A member's key and its colon: a bare key or a delimited string, remembering where it
+        stood (a repeated key is reported there)."""
+        self.skip_blanks()
+        start = self.i
+        if self.text.startswith(_DELIMITER, start):
+            key = _Located(self.string(), start)
         else:
-            d.note("missing-opener", f"the block does not start with {tokens.TOOL_CALL_OPEN}", pos)
-        if text.startswith(":", pos) and text.startswith("call", d.skip_ws(pos + 1, end)):
-            d.note("stray-colon", "stray `:` before `call:`", pos, end=pos + 1)
-            pos = d.skip_ws(pos + 1, end)
-        if not text.startswith("call", pos):
-            return Decoded(None, d.findings(), False), None
-        colon = d.skip_ws(pos + 4, end)
-        if not text.startswith(":", colon):
-            return Decoded(None, d.findings(), False), None
-        if colon != pos + 4:
-            d.note("spaced-head", "spaces before the `:` of `call:`", pos + 4, end=colon)
-        pos = d.skip_ws(colon + 1, end)
-        q = pos
-        while q < end and text[q] not in "{(" and not text.startswith(tokens.CHANNEL_OPEN, q):
-            q += 1
-        name = text[pos:q].strip(_WS)
-        if q >= end or not _is_name(name) or text.startswith(tokens.CHANNEL_OPEN, q):
-            return Decoded(None, d.findings(), False), None
-        if text[q] == "(":
-            d.note("paren-call", "call written as NAME(key=value, ...)", q, end=q + 1)
-        found = hints(name) if hints is not None and text[q] == "{" else None
-        if found is not None and found.string_keys:
-            d.keys, d.string_keys, d.open_object = found.keys, found.string_keys, found.open
-        arguments, after = d.container(q, end, text[q])
-        rest = d.skip_ws(after, end)
-        further = None
-        if rest < end and text.startswith("call", rest) and text.startswith(":", d.skip_ws(rest + 4, end)):
-            further = rest
-            d.note("second-call", "another call follows in the same block", rest)
-        elif rest < end:
-            d.note("text-after-object", "text after the arguments' closing brace ignored", rest, end=end)
-            if _CLOSERS_ONLY.match(text, rest, end).end() < end:  # more than extra closers: words lost
-                d.lossy = True
-        if further is None and not closed:
-            d.note("missing-closer", f"the block is not closed by {tokens.TOOL_CALL_CLOSE}", end, end=len(text))
-        return Decoded(ToolCall(name, arguments), d.findings(), d.complete, d.lossy), further
-    except _Abandon as abandon:
-        return Decoded(None, abandon.diagnostics, False), None
+            key = _Located(self.run_of(_KEY_CHARS), start)
+            if not key:
+                self.refuse("expected a key")
+        self.literal(":")
+        return key
+
+    def string(self) -> str:
+        start = self.i + len(_DELIMITER)
+        end = self.text.find(_DELIMITER, start)
+        if end < 0:
+            self.refuse(f"a string never closed by {_DELIMITER}")
+        self.i = end + len(_DELIMITER)
+        return self.text[start:end]
+
+    def scalar(self):
+        text, i = self.text, self.i
+        if i >= self.n:
+            self.refuse("expected a value, found the end")
+        if text.startswith(_DELIMITER, i):
+            return self.string()
+        first, second = text[i], text[i + 1: i + 2]
+        if first in _DIGITS or first == "." or (first in "+-" and second and (second in _DIGITS or second == ".")):
+            return self.number()
+        if not self.word_char(i):
+            self.refuse("expected a value")
+        return self.bare_word()
+
+    def number(self):
+        """A decimal number: `-`, digits, a fraction, an exponent; whatever follows must end it."""
+        text, n, start = self.text, self.n, self.i
+        i = start + (text[start] == "-")
+        whole = i
+        while i < n and text[i] in _DIGITS:
+            i += 1
+        has_whole = i > whole
+        is_float = False
+        if i < n and text[i] == ".":
+            i += 1
+            fraction = i
+            while i < n and text[i] in _DIGITS:
+                i += 1
+            if not has_whole and i == fraction:
+                self.refuse("`.` alone is not a number")
+            is_float = True
+        elif not has_whole:
+            self.refuse("a value starting like a number is not one")
+        if i < n and text[i] in "eE":
+            j = i + 1 + (i + 1 < n and text[i + 1] in "+-")
+            exponent = j
+            while j < n and text[j] in _DIGITS:
+                j += 1
+            if j > exponent:
+                i, is_float = j, True
+        if i < n and text[i] not in _AFTER_NUMBER:
+            self.i = i
+            self.refuse("a number must end where the value does")
+        word = text[start:i]
+        if is_float:
+            value = float(word)
+            if value in (float("inf"), float("-inf")):
+                self.refuse(f"`{word[:40]}` is beyond a double")
+        else:
+            digits = len(word) - word.startswith("-")
+            if digits > _integer_digit_limit():
+                self.refuse(f"an integer of {digits} digits is too long")
+            value = int(word)
+        self.i = i
+        return value
+
+    def markup_at(self, i: int) -> bool:
+        """A control token's shape at text[i] (`<|word>`, `<|word|>`, `<word|>`) or the string
+        delimiter: what a bare word cannot hold."""
+        text, n = self.text, self.n
+        if text.startswith(_DELIMITER, i):
+            return True
+        j = i + 1
+        piped = text.startswith("|", j)
+        j += piped
+        name = j
+        while j < n and text[j] in _MARKUP_NAME:
+            j += 1
+        if j == name:
+            return False
+        if piped:
+            return text.startswith(">", j) or text.startswith("|>", j)
+        return text.startswith("|>", j)
+
+    def word_char(self, i: int) -> bool:
+        ch = self.text[i]
+        return ch not in _NOT_IN_WORD and (ch != "<" or not self.markup_at(i))
+
+    def bare_word(self):
+        """Word characters with blanks between them (not around): an unquoted word, or a literal
+        when it is exactly one; FunctionGemma's `<escape>` in it is reported."""
+        text, n, start = self.text, self.n, self.i
+        last = i = start
+        while i < n:
+            if text[i] in _BLANKS:
+                i += 1
+            elif self.word_char(i):
+                last = i
+                i += 1
+            else:
+                break
+        word = text[start:last + 1]
+        self.i = last + 1
+        if word in _LITERALS:
+            return _LITERALS[word]
+        if _ESCAPE in word:
+            self.warn("functiongemma-escape", f"FunctionGemma's {_ESCAPE} inside an unquoted value",
+                      start + word.find(_ESCAPE), start + word.rfind(_ESCAPE) + len(_ESCAPE))
+        return word
 
 
-# --- the streaming scanner ------------------------------------------------------------------------
+class _Located(str):
+    """A key that remembers where it was written."""
+
+    __slots__ = ("pos",)
+
+    def __new__(cls, text: str, pos: int):
+        located = str.__new__(cls, text)
+        located.pos = pos
+        return located
+
+
+# --- the strict streaming scanner -----------------------------------------------------------------
+_STOPS = (tokens.TOOL_RESPONSE_OPEN, tokens.TURN_CLOSE, tokens.EOS)
+_THOUGHT_LABELLED = (tokens.THOUGHT_OPEN, tokens.THOUGHT_OPEN.rstrip("\n"))  # the newline is optional
+_TEXT, _THINKING, _BLOCK, _STRING = "text", "thinking", "block", "string"
+
+
 def _default_id() -> str:
     return "call_" + secrets.token_hex(12)
 
 
+def _markers(mode: str, parse_thinking: bool) -> tuple:
+    """What means something in `mode`, strictly (docs/streaming.md; docs/leniency.md "Stray
+    markup", strict column)."""
+    if mode == _TEXT:
+        found = (tokens.TOOL_CALL_OPEN, *_STOPS, tokens.TOOL_CALL_CLOSE)
+        if parse_thinking:
+            found += (*_THOUGHT_LABELLED, tokens.CHANNEL_OPEN, tokens.CHANNEL_CLOSE)
+        return found
+    if mode == _THINKING:
+        return (tokens.CHANNEL_CLOSE, tokens.TOOL_CALL_OPEN, *_STOPS, *_THOUGHT_LABELLED, tokens.CHANNEL_OPEN)
+    if mode == _BLOCK:
+        return (_DELIMITER, tokens.TOOL_CALL_CLOSE, tokens.TURN_CLOSE, tokens.EOS, tokens.TOOL_CALL_OPEN,
+                tokens.TOOL_RESPONSE_OPEN)
+    return (_DELIMITER,)  # inside a string only its delimiter counts
+
+
+@dataclass
+class _Block:
+    start: int
+    id: str
+    pieces: list = field(default_factory=list)
+    size: int = 0
+    head: str = ""          # the first _HEAD_WINDOW characters, until the head is decided
+    decided: bool = False
+    head_end: int | None = None
+
+
 class ReferenceScanner:
-    """Chunks of model output in, the events of `gemma4_incremental.StreamParser` out: the same
-    options, the same event types, written independently.
+    """Chunks of model output in, the events of `StreamParser(strict=True)` out, written
+    independently: the same options (`strict` may only be True: recovery is StreamParser's), the
+    same events. Raises what StreamParser's `feed` raises for a non-str chunk and after `flush`."""
 
-    Where StreamParser jumps from `<` to `<`, this one keeps the unprocessed input in one buffer and,
-    in each state, looks for the earliest occurrence of any of that state's markers.
-    """
-
-    _HEAD_LIMIT = 256
-
-    def __init__(self, *, parse_thinking: bool = True, start_in_thinking: bool = False, strict: bool = False,
+    def __init__(self, *, parse_thinking: bool = True, start_in_thinking: bool = False, strict: bool = True,
                  id_factory=None, max_block_chars: int = 4 * 1024 * 1024, max_depth: int = 512):
+        if not strict:
+            raise ValueError("the reference reads strictly only; StreamParser(strict=False) recovers blocks")
         self.parse_thinking = parse_thinking
-        self.strict = strict
         self.id_factory = id_factory or _default_id
         self.max_block_chars = max_block_chars
         self.max_depth = max_depth
         self.buf = ""
-        self.offset = 0                  # stream offset of buf[0]
-        self.mode = "text"
+        self.offset = 0  # stream offset of buf[0]
+        self.mode = _TEXT
+        self.block: _Block | None = None
+        self.calls = 0   # call events so far: the next one's index
         self.done = False
-        self.calls = 0
-        self.armed = not strict          # a bare `call:` may open a block here
-        self.block = None                # the open block, a dict
-        self.pending_events = []
+        self.waiting: list = []  # events due before the first chunk's
+        self.patterns = {mode: re.compile("|".join(re.escape(m) for m in sorted(
+            _markers(mode, parse_thinking), key=len, reverse=True))) for mode in (_TEXT, _THINKING, _BLOCK, _STRING)}
         if start_in_thinking and parse_thinking:
-            self.mode = "thinking"
-            self.pending_events.append(ThinkingStart((0, 0)))
-
-    # markers per mode, longest first where one is a prefix of another
-    def _markers(self):
-        if self.mode == "text":
-            found = [tokens.TOOL_CALL_OPEN, *_STOPS]
-            if self.parse_thinking:
-                found += [tokens.CHANNEL_OPEN + "thought\n", tokens.CHANNEL_OPEN + "thought"]
-            return found
-        if self.mode == "thinking":
-            return [tokens.CHANNEL_CLOSE, tokens.TOOL_CALL_OPEN, *_STOPS]
-        if self.block["in_string"]:
-            # a real opener ends a bare block even inside one of its strings
-            return [_DELIM, tokens.TOOL_CALL_OPEN] if self.block["bare"] else [_DELIM]
-        return [_DELIM, tokens.TOOL_CALL_CLOSE, tokens.TURN_CLOSE, tokens.EOS, tokens.TOOL_CALL_OPEN,
-                tokens.TOOL_RESPONSE_OPEN]
+            self.mode = _THINKING
+            self.waiting.append(ThinkingStart((0, 0)))
 
     def feed(self, chunk: str) -> list:
         if self.done:
             raise RuntimeError("feed() after flush()")
         if not isinstance(chunk, str):
-            raise TypeError("chunks must be str")
+            raise TypeError(f"chunks must be str, not {type(chunk).__name__}")
         self.buf += chunk
         return self._run(final=False)
 
@@ -777,227 +400,127 @@ class ReferenceScanner:
             return []
         events = self._run(final=True)
         self.done = True
-        if self.mode == "thinking":
+        if self.mode == _THINKING:
             events.append(ThinkingEnd((self.offset, self.offset)))
-        elif self.mode == "call":
-            self._close_block(events, self.offset, closed=False, at_end=True)
+        elif self.block is not None:
+            self._end_block(events, self.offset, closed=False)
         return events
-
-    # --- the loop -------------------------------------------------------------------------------
-    def _take(self, n: int) -> str:
-        piece, self.buf = self.buf[:n], self.buf[n:]
-        self.offset += n
-        return piece
 
     def _run(self, final: bool) -> list:
-        events, self.pending_events = self.pending_events, []
-        while self.buf:
-            if self.armed and self.mode == "text":
-                stripped = len(self.buf) - len(self.buf.lstrip(_WS))
-                rest = self.buf[stripped:]
-                if not rest and not final:
-                    self._emit(events, self._take(len(self.buf)))
-                    break
-                head = self._bare_head(rest, final)
-                if head == "open":
-                    self._emit(events, self._take(stripped))
-                    self._open(events, "", bare=True)
-                    continue
-                if head == "wait":
-                    self._emit(events, self._take(stripped))
-                    break
-                if rest:
-                    self.armed = False
-            markers = self._markers()
-            best = None
-            for marker in markers:
-                at = self.buf.find(marker)
-                if at >= 0 and (best is None or at < best[0] or at == best[0] and len(marker) > len(best[1])):
-                    best = (at, marker)
-            hold = None if final else self._partial(markers, best)
-            if self.mode == "call" and self.block["bare"] and not self.block["in_string"]:
-                # a bare block ends at the `}` that closes its object
-                limit = min(len(self.buf), best[0] if best else len(self.buf), len(self.buf) if hold is None else hold)
-                depth = self.block["depth"]
-                for at in range(limit):
-                    ch = self.buf[at]
-                    depth += (ch == "{") - (ch == "}")
-                    if ch == "}" and depth <= 0:
-                        self._emit(events, self._take(at + 1))
-                        if self.block is not None:
-                            self._close_block(events, self.offset, closed=False)
-                            self.armed = True
-                        break
-                else:
-                    self.block["depth"] = depth
-                    depth = None
-                if depth is not None:
-                    continue
-            if hold is not None and (best is None or hold <= best[0]):
-                self._emit(events, self._take(hold))
+        events, self.waiting = self.waiting, []
+        buf, pos = self.buf, 0
+        while pos < len(buf):
+            found = self.patterns[self.mode].search(buf, pos)
+            hold = None if final else self._hold(buf, pos, found)
+            stop = hold if hold is not None else (found.start() if found else len(buf))
+            self._account(events, buf[pos:stop], self.offset + pos)
+            pos = stop
+            if hold is not None or found is None:
                 break
-            if best is None:
-                self._emit(events, self._take(len(self.buf)))
-                break
-            at, marker = best
-            was_block = self.block is not None
-            self._emit(events, self._take(at))
-            if was_block and self.block is None:  # a bare block outgrew the limit: text, read on as text
-                continue
-            self._marker(events, marker)
+            pos = self._on_marker(events, found.group(), self.offset + pos, pos)
+        self.buf = buf[pos:]
+        self.offset += pos
         return events
 
-    def _bare_head(self, rest: str, final: bool) -> str:
-        """"open" when `rest` starts with `call:NAME{` within the head limit, "wait" when
-        more input could still make it so, "no" otherwise."""
-        keyword = tokens.CALL_KEYWORD
-        if not rest.startswith(keyword):
-            return "wait" if rest and keyword.startswith(rest) and not final else "no"
-        window = rest[: self._HEAD_LIMIT]
-        for at, ch in enumerate(window):
-            if at >= len(keyword) and ch in "{(<":
-                name = window[len(keyword):at].strip(_WS)
-                return "open" if ch == "{" and _is_name(name) else "no"
-        return "wait" if not final and len(window) == len(rest) < self._HEAD_LIMIT else "no"
+    def _hold(self, buf: str, pos: int, found) -> int | None:
+        """Where the suffix that more input could still turn into a marker (or into a longer one
+        than found there) starts; each marker holds one `<`, its first character."""
+        at = found.start() if found else buf.rfind("<", pos)
+        if at < 0:
+            return None
+        tail = buf[at:]
+        markers = _markers(self.mode, self.parse_thinking)
+        return at if any(len(tail) < len(m) and m.startswith(tail) for m in markers) else None
 
-    def _partial(self, markers, best):
-        """Where the held-back suffix starts: from a `<` whose tail could still grow into a marker
-        (or into a longer marker than the one found there)."""
-        limit = max(len(m) for m in markers)
-        for at in range(max(0, len(self.buf) - limit + 1), len(self.buf)):
-            if self.buf[at] != "<":
-                continue
-            tail = self.buf[at:]
-            if any(len(m) > len(tail) and m.startswith(tail) for m in markers):
-                return at
-        return None
-
-    def _emit(self, events, piece: str) -> None:
-        """Account for `piece`, just taken from the buffer, in the current mode."""
+    def _account(self, events: list, piece: str, start: int) -> None:
         if not piece:
             return
-        start = self.offset - len(piece)
-        if self.mode == "text":
-            events.append(Text(piece, (start, self.offset)))
-        elif self.mode == "thinking":
-            events.append(ThinkingDelta(piece, (start, self.offset)))
+        if self.mode == _TEXT:
+            events.append(Text(piece, (start, start + len(piece))))
+        elif self.mode == _THINKING:
+            events.append(ThinkingDelta(piece, (start, start + len(piece))))
         else:
-            self._grow(events, piece, start)
+            self._grow(events, piece)
 
-    def _marker(self, events, marker: str) -> None:
-        start = self.offset
+    def _on_marker(self, events: list, marker: str, start: int, pos: int) -> int:
+        """Handle `marker` at stream offset `start` (buffer position `pos`); where reading goes on."""
+        end = start + len(marker)
+        after = pos + len(marker)
         mode = self.mode
-        if mode == "call":
-            if marker == _DELIM:
-                self.block["in_string"] = not self.block["in_string"]
-                self._grow(events, self._take(len(marker)), start)
-            elif marker == tokens.TOOL_CALL_CLOSE:
-                self._grow(events, self._take(len(marker)), start)
-                if self.block is not None:
-                    self._close_block(events, self.offset, closed=True)
-            else:  # ends an unclosed block; read again in text (an opener, too, inside a bare block's string)
-                self._close_block(events, start, closed=False)
-            return
-        self.armed = False
+        if mode == _STRING:  # its closing delimiter
+            self._grow(events, marker)
+            self.mode = _BLOCK
+            return after
+        if mode == _BLOCK:
+            if marker == _DELIMITER:  # strict: every delimiter outside a string opens one
+                self._grow(events, marker)
+                self.mode = _STRING
+                return after
+            if marker == tokens.TOOL_CALL_CLOSE:
+                self._grow(events, marker)
+                self._end_block(events, end, closed=True)
+                return after
+            self._end_block(events, start, closed=False)  # ended unclosed; the marker is read as text reads it
+            return pos
         if marker == tokens.TOOL_CALL_OPEN:
-            if mode == "thinking":
+            if mode == _THINKING:  # a call inside an unclosed thought ends the thought
                 events.append(ThinkingEnd((start, start)))
-            self._take(len(marker))
-            self._open(events, marker)
+            self.mode = _BLOCK
+            self.block = _Block(start, self.id_factory())
+            self._grow(events, marker)
         elif marker in _STOPS:
-            if mode == "thinking":
+            if mode == _THINKING:
                 events.append(ThinkingEnd((start, start)))
-                self.mode = "text"
-            self._take(len(marker))
-            events.append(Stop(marker, (start, self.offset)))
-        elif marker == tokens.CHANNEL_CLOSE:
-            self._take(len(marker))
-            events.append(ThinkingEnd((start, self.offset)))
-            self.mode = "text"
-            self.armed = not self.strict
-        else:  # a thought opener
-            self._take(len(marker))
-            events.append(ThinkingStart((start, self.offset)))
-            self.mode = "thinking"
+                self.mode = _TEXT
+            events.append(Stop(marker, (start, end)))
+        elif marker == tokens.CHANNEL_CLOSE and mode == _THINKING:
+            events.append(ThinkingEnd((start, end)))
+            self.mode = _TEXT
+        elif marker in _THOUGHT_LABELLED and mode == _TEXT:
+            events.append(ThinkingStart((start, end)))
+            self.mode = _THINKING
+        else:  # a closer with nothing open, an opener inside a thought, an unlabelled channel (strict)
+            events.append(StrayMarkup(marker, (start, end)))
+        return after
 
-    # --- blocks ----------------------------------------------------------------------------------
-    def _open(self, events, opener: str, bare: bool = False) -> None:
-        self.mode = "call"
-        self.armed = False
-        self.block = {"text": opener, "start": self.offset - len(opener), "id": self.id_factory(), "size": len(opener),
-                      "in_string": False, "depth": 0, "head": opener, "head_end": None, "head_done": bare, "bare": bare}
-
-    def _grow(self, events, piece: str, start: int) -> None:
+    # --- blocks ------------------------------------------------------------------------------------
+    def _grow(self, events: list, piece: str) -> None:
         block = self.block
-        before = block["size"]
-        block["size"] += len(piece)
-        if block["bare"] and block["size"] > self.max_block_chars:
-            # a guess that outgrew the limit: prose up to the limit, and what follows is read again as text
-            keep = len(piece) - (block["size"] - self.max_block_chars)
-            if block["text"] + piece[:keep]:
-                events.append(Text(block["text"] + piece[:keep], (block["start"], start + keep)))
-            self.buf = piece[keep:] + self.buf
-            self.offset -= len(piece) - keep
-            self.block = None
-            self.mode = "text"
+        block.pieces.append(piece)
+        block.size += len(piece)
+        if block.decided:
             return
-        if before <= self.max_block_chars:
-            block["text"] = (block["text"] + piece)[: self.max_block_chars + 1]
-        if block["head_done"]:
-            return
-        block["head"] = (block["head"] + piece)[: self._HEAD_LIMIT]
-        brace = block["head"].find("{")
+        block.head = (block.head + piece)[:_HEAD_WINDOW]
+        brace = block.head.find("{")
         if brace < 0:
-            if len(block["head"]) >= self._HEAD_LIMIT:
-                block["head_done"] = True
+            block.decided = len(block.head) >= _HEAD_WINDOW
             return
-        block["head_done"] = True
-        head = block["head"][len(tokens.TOOL_CALL_OPEN):brace].strip(_WS)
-        if head.startswith(tokens.CALL_KEYWORD) and _is_name(head[len(tokens.CALL_KEYWORD):].strip(_WS)):
-            block["head_end"] = block["start"] + brace + 1
-            events.append(ToolCallStart(block["id"], self.calls, head[len(tokens.CALL_KEYWORD):].strip(_WS),
-                                        (block["start"], block["head_end"])))
+        block.decided = True
+        words = block.head[len(tokens.TOOL_CALL_OPEN):brace].strip(_BLANKS)
+        if not words.startswith(tokens.CALL_KEYWORD):
+            return
+        name = words[len(tokens.CALL_KEYWORD):].strip(_BLANKS)
+        if name and all(c in _NAME_CHARS for c in name):
+            block.head_end = block.start + brace + 1
+            events.append(ToolCallStart(block.id, self.calls, name, (block.start, block.head_end)))
 
-    def _close_block(self, events, end: int, closed: bool, at_end: bool = False) -> None:
+    def _end_block(self, events: list, end: int, closed: bool) -> None:
         block, self.block = self.block, None
-        self.mode = "text"
-        span = (block["head_end"] if block["head_end"] is not None else block["start"], end)
-        raw = block["text"][: self.max_block_chars]
-        if block["size"] > self.max_block_chars:
-            events.append(ToolCallError(block["id"], self._index(), raw,
-                                        f"block exceeds {self.max_block_chars} characters ({block['size']}); raw holds the"
-                                        f" first {self.max_block_chars}", span, code="too-large"))
-            return
-        if self.strict and not closed:
-            events.append(ToolCallError(block["id"], self._index(), raw,
-                                        f"the block is not closed by {tokens.TOOL_CALL_CLOSE}", span, code="unclosed"))
-            return
-        segments = decode_calls(raw, max_depth=self.max_depth)
-        if segments[0][2].call is None and block["bare"]:
-            events.append(Text(raw, span))
-            return
-        if self.strict and len(segments) > 1:  # several calls in one block: not in the grammar
-            events.append(ToolCallError(block["id"], self._index(), raw, "several calls in one block", span,
-                                        code="syntax"))
-            return
-        for number, (begin, finish, decoded) in enumerate(segments):
-            call_id = block["id"] if number == 0 else self.id_factory()
-            where = (span[0] if number == 0 else block["start"] + begin, block["start"] + finish)
-            part = raw[begin:finish]
-            index = self._index()
-            if decoded.call is None or self.strict and decoded.diagnostics:
-                message = decoded.diagnostics[0].message if decoded.diagnostics else "no call head"
-                events.append(ToolCallError(call_id, index, part, message, where, code=failure_code(decoded.diagnostics)))
-                continue
-            if not closed and (at_end and not block["bare"] or not decoded.complete):
-                events.append(ToolCallError(call_id, index, part, "not closed, and possibly cut off", where,
-                                            decoded.call.name, decoded.call.arguments, decoded.diagnostics,
-                                            code="unclosed"))
-                continue
-            recovered = bool(decoded.diagnostics) or not closed or block["bare"]
-            events.append(ToolCallEnd(call_id, index, decoded.call.name, decoded.call.arguments, part,
-                                      decoded.diagnostics, recovered, where))
-
-    def _index(self) -> int:
-        self.calls += 1
-        return self.calls - 1
+        self.mode = _TEXT
+        raw = "".join(block.pieces)
+        span = (block.head_end if block.head_end is not None else block.start, end)
+        index, self.calls = self.calls, self.calls + 1
+        if block.size > self.max_block_chars:
+            events.append(ToolCallError(block.id, index, raw[:self.max_block_chars],
+                                        f"block of {block.size} characters exceeds {self.max_block_chars}", span,
+                                        code="too-large"))
+        elif not closed:
+            events.append(ToolCallError(block.id, index, raw, f"not closed by {tokens.TOOL_CALL_CLOSE}", span,
+                                        code="unclosed"))
+        else:
+            reading = read_call(raw, max_depth=self.max_depth)
+            if reading.code is None:
+                events.append(ToolCallEnd(block.id, index, reading.name, reading.arguments, raw, reading.warnings,
+                                          False, span))
+            else:
+                events.append(ToolCallError(block.id, index, raw, reading.message, span, code=reading.code))

@@ -8,12 +8,13 @@ broken block does not hide problems in the blocks after it.
 from __future__ import annotations
 
 from . import tokens
+from .grammar import whitespace
 from .diagnostics import Diagnostic, LineIndex
 from .errors import GemmaSyntaxError
 from .parser import DEFAULT_MAX_DEPTH, parse_from
 from .schema.lexeme import LosslessCall
 
-_WHITESPACE = " \t\r\n"
+_WHITESPACE = whitespace()
 
 
 def _skip_whitespace(text: str, pos: int) -> int:

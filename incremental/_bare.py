@@ -11,14 +11,14 @@ from __future__ import annotations
 import re
 
 from gemma4_lark import tokens
-from gemma4_lark.grammar import terminal_pattern
+from gemma4_lark.grammar import terminal_pattern, whitespace
 
 from ._block import MAX_HEAD
 from ._markers import match
 
 __all__ = ["bare_head", "scan_bare"]
 
-_BLANKS = " \t\r\n"
+_BLANKS = whitespace()
 # What ends the head of a bare call: its arguments' `{` (the grammar's form, the only one that opens
 # a bare block: `call:x(` is too common in prose), or a `(` or `<` (no name holds one).
 _BARE_HEAD_END = re.compile(r"[{(<]")

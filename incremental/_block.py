@@ -12,7 +12,7 @@ come, so `tool_call_start` goes out as soon as the name is known, whatever the c
 from __future__ import annotations
 
 from gemma4_lark import tokens
-from gemma4_lark.grammar import terminal_pattern
+from gemma4_lark.grammar import terminal_pattern, whitespace
 
 __all__ = ["COMPACT_EVERY", "MAX_HEAD", "OpenBlock", "call_name"]
 
@@ -20,7 +20,7 @@ __all__ = ["COMPACT_EVERY", "MAX_HEAD", "OpenBlock", "call_name"]
 MAX_HEAD = 256
 # After this many small pieces, the open block's pieces are joined into one.
 COMPACT_EVERY = 256
-_BLANKS = " \t\r\n"
+_BLANKS = whitespace()
 
 
 class OpenBlock:

@@ -13,6 +13,7 @@ import functools
 import re
 
 from gemma4_lark import marker_search, tokens
+from gemma4_lark.grammar import whitespace
 from gemma4_lark.possessive import POSSESSIVE
 
 from ._states import CALL, table
@@ -67,7 +68,7 @@ def block_rest(strict: bool) -> re.Pattern | None:
 
 
 _OTHER_CALL_ENDS = tuple(m for m in CALL_ENDS if m != tokens.TOOL_CALL_CLOSE)
-_BLANKS = " \t\r\n"
+_BLANKS = whitespace()
 _BLANKS_BEFORE_STRING = 4  # what `block_rest` reads back over, after a value start
 
 

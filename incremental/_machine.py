@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 
 from gemma4_lark import tokens
+from gemma4_lark.grammar import whitespace
 from gemma4_lark.blocks import BlockCall, BlockPolicy, decide_block
 from gemma4_lark.events import (
     Stop, StrayMarkup, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
@@ -28,7 +29,7 @@ from ._block import MAX_HEAD, OpenBlock, call_name
 
 __all__ = ["StreamMachine"]
 
-_BLANKS = " \t\r\n"
+_BLANKS = whitespace()
 # Content as a whole: in these states a chunk with no `<` (and nothing held back) is text, thought
 # or block content, whatever it spells.
 _PLAIN = frozenset((S.TEXT, S.THOUGHT, S.UNLABELLED_THOUGHT, S.CALL, S.STRING))
@@ -342,8 +343,12 @@ class StreamMachine:
         or at the end of the stream (`at_end`). Its outcomes, as `decide_block` decides them (or
         as given), go out as events, numbered in order."""
         if outcomes is None:
-            raw = self.block.text()
-            if self.block.oversized:
+            block = self.block
+            if block.size > self.limit and not block.oversized:  # a lone opener past a tiny limit
+                block.oversized = True
+                block.pieces = [block.text()[:self.limit]]
+            raw = block.text()
+            if block.oversized:
                 outcomes = decide_block(raw, self.policy, size=self.block.size)
             else:
                 outcomes = self.decide(raw, closed, at_end)

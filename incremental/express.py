@@ -25,16 +25,17 @@ import functools
 import re
 
 from gemma4_lark import tokens
+from gemma4_lark.grammar import whitespace
 from gemma4_lark.blocks import BlockCall, decide_block
 from gemma4_lark.events import Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallStart
 
 from . import _states
 from ._block import MAX_HEAD, call_name
 from ._block_jump import block_rest, block_rest_end
-from ._machine import bare_head
+from ._bare import bare_head
 from .parser import StreamParser
 
-_BLANKS = " \t\r\n"
+_BLANKS = whitespace()
 
 
 @functools.lru_cache(maxsize=2)

@@ -133,7 +133,8 @@ def test_fuzz_campaign_small(capsys):
     code, out, _ = _run(capsys, "fuzz", "--examples", "15", "--seed", "3")
     assert code == 0
     assert "cases tried, 0 disagreement(s)" in out
-    assert len([line for line in out.splitlines() if line.startswith("      ok")]) == 4
+    # two blocks-against-the-oracle properties, one of the recovery, strict streams, robustness
+    assert len([line for line in out.splitlines() if line.startswith("      ok")]) == 5
 
 
 TARGET_OK = '''

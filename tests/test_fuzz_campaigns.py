@@ -68,7 +68,7 @@ class _LossyScanner(ReferenceScanner):
 def test_stream_properties_can_fail():
     """The properties that pass today are not vacuous: they catch a scanner that loses text."""
     text = "Hello <|tool_call>call:f{a:1}<tool_call|> world"
-    case = (text, [text[:4], text[4:]], dict(corpus.STREAM_DEFAULTS))
+    case = (text, [text[:4], text[4:]], {**corpus.STREAM_DEFAULTS, "strict": True})  # the oracle reads strictly
     with pytest.raises(AssertionError, match="does not start where the last event ended"):
         properties.check_stream_tiles(case, _LossyScanner)
     with pytest.raises(AssertionError, match="differ by chunking"):

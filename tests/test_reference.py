@@ -1,213 +1,162 @@
-"""The hand-written implementation (gemma4_lark.reference) against the grammar's, and both against
-real model outputs and OMP's records."""
+"""The hand-written oracle (gemma4_lark.reference) against the grammar's parser, block by block.
+Its agreement with `StreamParser(strict=True)`, stream by stream, is
+tests/test_reference_differential.py."""
 
 import ast
+import importlib
 import pathlib
+import sys
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 import gemma4_lark as g
-from gemma4_incremental import StreamParser, ToolCallEnd, collect, parse_output
-from gemma4_lark import fuzz, reference
-from gemma4_lark.reference import ReferenceScanner, decode_call
+from gemma4_lark import fuzz
+from gemma4_lark.errors import GemmaSyntaxError
+from gemma4_lark.reference import ReferenceScanner, read_call
 
-from conftest import load_jsonl, shared_cases
 from stream_helpers import assert_tiles, run
-from conftest import numbers_by_value
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # fuzz/ is a tool of the repo
+from fuzz import strategies as hostile  # noqa: E402
+
+# The shared vocabulary: what the oracle may take from the package.
+VOCABULARY = {"gemma4_lark.tokens", "gemma4_lark.events", "gemma4_lark.diagnostics"}
+
+
+def _imports(module) -> set:
+    """The modules `module` imports when it is loaded (absolute names): not those a function
+    imports when called (events.py serializes a too-deep value with the renderers' writer)."""
+    tree = ast.parse(pathlib.Path(module.__file__).read_text(encoding="utf-8"))
+    package = module.__name__.rpartition(".")[0]
+    found = set()
+    nodes = list(tree.body)
+    while nodes:
+        node = nodes.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        nodes.extend(ast.iter_child_nodes(node))
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = package + ("." + base if base else "")
+            found |= {f"{base}.{a.name}" if not node.module else base for a in node.names}
+    return found
 
 
 def test_reference_is_independent_of_the_grammar():
-    tree = ast.parse(pathlib.Path(reference.__file__).read_text(encoding="utf-8"))
-    imported = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            imported.add(("." * node.level) + (node.module or ""))
-    forbidden = {"lark", ".grammar", ".parser", ".values", ".lalr", ".errors", ".validate", "gemma4_lark.grammar",
-                 "gemma4_lark.parser", "gemma4_lark.values", "gemma4_lark.lalr", "gemma4_lark.errors"}
-    assert not imported & forbidden, imported & forbidden
-    assert not any(name.split(".")[0] == "lark" for name in imported)
+    """The oracle imports nothing of the production parsing, decoding or streaming code (Lark, the
+    grammar, the fast path, the recovery, the stream parser...), directly or through the
+    vocabulary it shares; the rest is the standard library."""
+    seen, todo = set(), ["gemma4_lark.reference"]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for imported in _imports(importlib.import_module(name)):
+            if imported.startswith(("gemma4_lark", "gemma4_incremental", "incremental")):
+                assert imported in VOCABULARY, f"{name} imports {imported}"
+                todo.append(imported)
+            else:
+                assert imported.split(".")[0] in sys.stdlib_module_names, f"{name} imports {imported}"
 
 
-# --- 1. block level --------------------------------------------------------------------------
+# --- block level: read_call against parse_call -------------------------------------------------
+def _strict(block: str, max_depth: int = 512):
+    """parse_call's verdict: (name, arguments, repeated keys) or the error's code."""
+    duplicates: list = []
+    try:
+        call = g.parse_call(block, max_depth=max_depth, duplicates=duplicates)
+    except GemmaSyntaxError as err:
+        return err.code
+    return call.name, fuzz.typed(call.arguments), sorted(pos for _, pos in duplicates)
+
+
+def _oracle(block: str, max_depth: int = 512):
+    read = read_call(block, max_depth=max_depth)
+    if read.code is not None:
+        return read.code
+    return read.name, fuzz.typed(read.arguments), [d.pos for d in read.warnings if d.code == "duplicate-key"]
+
+
 @given(fuzz.calls())
-def test_decode_call_agrees_with_parse_call_on_canonical_calls(name_arguments):
+def test_read_call_agrees_with_parse_call_on_canonical_calls(name_arguments):
     block = fuzz.canonical_call(*name_arguments)
-    decoded = decode_call(block)
-    assert decoded.call == g.parse_call(block) and decoded.diagnostics == []
+    assert _oracle(block) == _strict(block)
 
 
 @settings(max_examples=100)
 @given(fuzz.grammar_text("call_block"))
-def test_decode_call_agrees_with_parse_call_on_grammar_generated_blocks(block):
-    assert decode_call(block).call == g.parse_call(block)
+def test_read_call_agrees_with_parse_call_on_grammar_generated_blocks(block):
+    assert _oracle(block) == _strict(block)
 
 
-def test_decode_call_agrees_on_the_valid_corpus():
-    corpus = pathlib.Path(__file__).parent / "conformance" / "valid"
-    checked = 0
-    for path in sorted(corpus.glob("call-*.gemma")):
-        text = path.read_text(encoding="utf-8")
-        assert decode_call(text).call == g.parse_call(text), path.name
-        checked += 1
-    assert checked >= 15
+@settings(max_examples=150)
+@given(hostile.hostile_blocks("call_block"), st.sampled_from([512, 1, 2, 3, 5, 8]))
+def test_read_call_accepts_and_refuses_what_parse_call_does(block, max_depth):
+    """Attacked blocks: the same verdict (a call, or the code of the refusal: `syntax` or
+    `too-deep`), whatever is wrong and wherever."""
+    assert _oracle(block, max_depth) == _strict(block, max_depth)
 
 
-# --- 2. stream level -------------------------------------------------------------------------
-@given(st.data(), st.booleans())
-def test_reference_scanner_equals_stream_parser_on_canonical_streams(data, thinking):
-    text = data.draw(fuzz.canonical_streams())
-    chunks = data.draw(fuzz.chunked(text))
-    assert run(chunks, ReferenceScanner, parse_thinking=thinking) == run(chunks, StreamParser, parse_thinking=thinking)
+def _corpus_blocks():
+    """Every block of the conformance corpus: call blocks as they are, values inside a call."""
+    root = pathlib.Path(__file__).parent / "conformance"
+    for kind in ("valid", "invalid"):
+        for path in sorted((root / kind).glob("*.gemma")):
+            text = path.read_text(encoding="utf-8")
+            if path.name.startswith("call-"):
+                yield path.name, text
+            yield path.name + " (as a value)", "<|tool_call>call:f{a:" + text + "}<tool_call|>"
 
 
-# --- 3. robustness ---------------------------------------------------------------------------
-@given(st.text())
-def test_decode_call_never_raises_on_any_text(text):
-    decode_call(text)
-    decode_call("<|tool_call>call:f{" + text)
+@pytest.mark.parametrize("name, block", list(_corpus_blocks()))
+def test_read_call_agrees_on_the_conformance_corpus(name, block):
+    for max_depth in (512, 2):
+        assert _oracle(block, max_depth) == _strict(block, max_depth), name
 
 
-@given(st.data())
-def test_both_scanners_survive_mutations_and_tile(data):
-    text = data.draw(fuzz.mutated(data.draw(fuzz.canonical_streams())))
-    chunks = data.draw(fuzz.chunked(text))
-    for cls in (StreamParser, ReferenceScanner):
-        for options in ({}, {"strict": True}, {"start_in_thinking": True}, {"parse_thinking": False}):
-            assert_tiles(run(chunks, cls, **options), text)
+def test_read_call_reports_what_a_valid_block_carries():
+    """FunctionGemma's `<escape>` in a bare word (from its first to its last) and each repeated
+    key (where it is written again), as `StreamParser` reports them on a valid block."""
+    escapes = "<|tool_call>call:f{a:x<escape>y<escape> z,b:[<escape>]}<tool_call|>"
+    read = read_call(escapes)
+    assert read.arguments == {"a": "x<escape>y<escape> z", "b": ["<escape>"]}
+    first, last, alone = escapes.find("<escape>"), escapes.find("<escape> z"), escapes.rfind("<escape>")
+    assert [(d.code, d.pos, d.end) for d in read.warnings] == [
+        ("functiongemma-escape", first, last + 8), ("functiongemma-escape", alone, alone + 8)]
+    repeated = '<|tool_call>call:f{<|"|>a<|"|>:1,a:2,b:{a:1,a:[]},a:3}<tool_call|>'
+    read = read_call(repeated)
+    assert read.arguments == {"a": 3, "b": {"a": []}}
+    assert [d.pos for d in read.warnings] == [repeated.find("a:2"), repeated.find("a:[]"), repeated.find("a:3")]
+    assert {d.code for d in read.warnings} == {"duplicate-key"}
+
+
+def test_read_call_never_recurses():
+    block = "<|tool_call>call:f{a:" + "[" * 5000 + "]" * 5000 + "}<tool_call|>"
+    assert read_call(block).code == "too-deep"
+    nested: list = []
+    for _ in range(4999):
+        nested = [nested]
+    assert fuzz.typed(read_call(block, max_depth=6000).arguments) == fuzz.typed({"a": nested})
+
+
+# --- the scanner alone ----------------------------------------------------------------------------
+def test_the_reference_reads_strictly_only():
+    with pytest.raises(ValueError, match="strict"):
+        ReferenceScanner(strict=False)
+    scanner = ReferenceScanner()
+    with pytest.raises(TypeError):
+        scanner.feed(b"bytes")
+    scanner.flush()
+    with pytest.raises(RuntimeError):
+        scanner.feed("more")
 
 
 @given(st.text(alphabet=st.sampled_from(list('<|>"{}[],:tolcaTURNreshponsenbv_\n ')), max_size=60))
-def test_marker_alphabet_soup(text):
-    for cls in (StreamParser, ReferenceScanner):
-        assert_tiles(run([text], cls), text)
-        assert_tiles(run(list(text), cls), text)
-
-
-def test_deep_nesting_never_recurses():
-    block = "<|tool_call>call:f{a:" + "[" * 5000 + "]" * 5000 + "}<tool_call|>"
-    assert decode_call(block).call is None
-    assert decode_call(block, max_depth=6000).call is not None
-
-
-# --- the lenient path in the stream parser ----------------------------------------------------
-def test_rejected_block_is_recovered_with_the_grammar_error_attached():
-    [call] = parse_output('<|tool_call>call:search{query:"raw",note:<|"|>x<|"|>}<tool_call|>').calls
-    assert call.recovered and call.arguments == {"query": "raw", "note": "x"}
-    assert call.diagnostics[0].code == "syntax" and "JSON-quoted" in call.diagnostics[0].message
-    assert "json-string" in [d.code for d in call.diagnostics]
-
-
-# --- real-world outputs -----------------------------------------------------------------------
-# Each case is either reproduced ("match") or deliberately not, with the reason (docs/leniency.md).
-START_IN_THINKING = {"vllm-45834-prompt-ends-inside-thought", "ollama-18307-call-inside-unclosed-thinking",
-                     "ollama-18288-unmatched-channel-close-in-content"}
-NOT_REPRODUCED = {
-    "ollama-15315-raw-multiline-terminal-string": "an undelimited string with commas cannot be told from members",
-    "llamacpp-21760-missing-channel-opener": "the label was already streamed as text when the closer came",
-    "omlx-1837-missing-colon-after-call": "`calldone` needs the tool registry to be split",
-    "omlx-capitalized-boolean": "`True` is a bare word in the grammar; no schema coercion",
-    "unsloth-wrapperless-space-before-colon": "a bare call after prose needs the tool registry",
-    "openclaude-380-stripped-tokens-bare-values": "with every special token stripped, the label is prose",
-    "litert-trailing-duplicate-parameter-in-string": "the stray `,Description:` stays inside the string",
-    "vllm-colon-prefixed-call": "a block unclosed at the end of the stream is an error (it may be cut off)",
-    "omlx-1846-paren-kwargs-call": "a bare block opens only on `call:NAME{`; inside <|tool_call> it is recovered",
-    "omlx-paren-single-quoted-live": "a bare block opens only on `call:NAME{`; inside <|tool_call> it is recovered",
-}
-
-
-@pytest.mark.parametrize("case", shared_cases("realworld-cases.jsonl"), ids=lambda c: c["id"] if c else "absent")
-def test_real_world_case(case):
-    options = {"start_in_thinking": case["id"] in START_IN_THINKING}
-    for cls in (StreamParser, ReferenceScanner):
-        for chunks in ([case["raw"]], list(case["raw"])):
-            assert_tiles(run(chunks, cls, **options), case["raw"])
-    out = parse_output(case["raw"], **options)
-    expected = case["expected"]
-    if expected is None:  # no agreed parse: nothing invented, nothing lost
-        assert all(c.recovered for c in out.calls)
-        return
-    got = {"calls": [{"name": c.name, "arguments": c.arguments} for c in out.calls], "text": out.text.strip()}
-    want = {"calls": expected["calls"], "text": expected["text"].strip()}
-    if "reasoning" in expected:
-        got["reasoning"] = "".join(out.thinking).strip()
-        want["reasoning"] = expected["reasoning"].strip()
-    if case["id"] in NOT_REPRODUCED:
-        assert got != want, "reproduced now: move it out of NOT_REPRODUCED and update docs/leniency.md"
-    else:
-        assert got == want
-
-
-def test_real_world_decisions_are_documented():
-    doc = (pathlib.Path(__file__).parent.parent / "docs" / "leniency.md").read_text(encoding="utf-8")
-    for case_id in NOT_REPRODUCED:
-        assert case_id in doc, case_id
-
-
-# --- OMP compatibility -------------------------------------------------------------------------
-def _is_subsequence(small, big):
-    it = iter(big)
-    return all(any(item == other for other in it) for item in small)
-
-
-def _word_name(name):
-    return (name[:1].isalpha() or name[:1] == "_") and all(c.isalnum() or c == "_" for c in name)
-
-
-def _keys(value):
-    stack, keys = [value], []
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            keys += list(item)
-            stack += list(item.values())
-        elif isinstance(item, list):
-            stack += item
-    return keys
-
-
-def test_differences_from_omp_are_the_documented_ones():
-    """docs/omp-compatibility.md lists where we differ from OMP on purpose; every difference in the
-    recorded streams must be one of those."""
-    unexplained = []
-    for case in load_jsonl("omp-stream-cases.jsonl"):
-        events = run(case["chunks"], ReferenceScanner, parse_thinking=case["parseThinking"])
-        ends = [e for e in events if isinstance(e, ToolCallEnd)]
-        ours = [{"name": e.name, "arguments": numbers_by_value(e.arguments)} for e in ends]
-        theirs = [{"name": c["name"], "arguments": numbers_by_value(c["arguments"])} for c in case["omp"]["calls"]]
-        text = "".join(e.text for e in events if e.type == "text")
-        thinking = collect(events).thinking
-        if case["kind"] == "strict":
-            assert (ours, text, thinking) == (theirs, case["omp"]["text"], case["omp"]["thinking"]), case["id"]
-            continue
-        raw = case["text"]
-        after_opener = raw.split("<|channel>thought", 1)[1] if "<|channel>thought" in raw else ""
-        rules = {
-            # OMP drops unclosed and malformed blocks; we recover them (marked) or keep them as errors
-            "recovered": any(e.recovered or e.diagnostics for e in ends),
-            # OMP's [A-Za-z_]\w* loses names with `-`, `.` or `:`
-            "names": any(not _word_name(e.name) or any(not _word_name(k) for k in _keys(e.arguments)) for e in ends),
-            # the newline after `thought` is optional for us, required by OMP
-            "thought-newline": "<|channel>thought" in raw and not after_opener.startswith("\n"),
-            # a call inside an unclosed thought ends the thought (OMP hides the call in the reasoning)
-            "call-in-thought": "<|channel>thought" in raw and "<|tool_call>" in after_opener,
-            # stop markers are reported as stop events, never as text
-            "stop-markers": any(m in raw for m in ("<|tool_response>", "<turn|>", "<eos>")),
-            # where OMP silently drops members it cannot read, we refuse the block (tool_call_error)
-            "refused": any(e.type == "tool_call_error" for e in events),
-            # a number beyond the double range is not a number (OMP turns 1e1000 into null)
-            "out-of-range": "e1000" in raw or "e-1000" in raw,
-        }
-        if (ours, text, thinking) != (theirs, case["omp"]["text"], case["omp"]["thinking"]) and not any(rules.values()):
-            unexplained.append(case["id"])
-        if ours != theirs and not any(rules.values()):
-            unexplained.append(case["id"] + " (calls)")
-    assert unexplained == [], unexplained
-
-
-def test_omp_compatibility_is_documented():
-    doc = (pathlib.Path(__file__).parent.parent / "docs" / "omp-compatibility.md").read_text(encoding="utf-8")
-    for rule in ("recovered", "names", "thought-newline", "call-in-thought", "stop-markers", "refused", "out-of-range"):
-        assert f"`{rule}`" in doc, rule
+def test_marker_alphabet_soup_tiles(text):
+    assert_tiles(run([text], ReferenceScanner), text)
+    assert_tiles(run(list(text), ReferenceScanner), text)

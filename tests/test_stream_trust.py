@@ -16,7 +16,7 @@ from gemma4_incremental import (
     StreamParser, Text, ThinkingDelta, ToolCallEnd, ToolCallError, ToolCallStart, collect, parse_output,
 )
 from gemma4_lark.diagnostics import Diagnostic
-from gemma4_lark.reference import decode_call, decode_calls
+from gemma4_lark.recovery import decode_call, decode_calls
 
 from stream_helpers import assert_tiles, merged, run, split_every
 from timing import Guard, guard_tests

@@ -14,7 +14,9 @@ import math
 import re
 import sys
 
-from gemma4_lark.validate import _WHITESPACE as GRAMMAR_WHITESPACE  # the grammar's WS terminal: " \t\r\n"
+from gemma4_lark.grammar import whitespace
+
+GRAMMAR_WHITESPACE = whitespace()  # the grammar's WS terminal
 
 PROTOCOL_VERSION = 1
 
