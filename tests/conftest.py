@@ -12,6 +12,8 @@ import pathlib
 import pytest
 from hypothesis import HealthCheck, settings
 
+from gemma4_lark import accelerators
+
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SHARED_DATA = pathlib.Path(os.environ.get("GEMMA4_SHARED_DATA", REPO.parent / "shared" / "data"))
 
@@ -25,6 +27,12 @@ settings.register_profile("explore", max_examples=200, deadline=None, suppress_h
 settings.register_profile("dev", max_examples=50, deadline=None)
 settings.register_profile("deep", max_examples=20_000, deadline=None, suppress_health_check=list(HealthCheck))
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# For a test of an accelerator's own use (that it is taken, where, how often): with
+# GEMMA4_LARK_ACCELERATORS=0 (`make test-plain`) none is, by design. Tests that compare an
+# accelerator with the plain path call it by name and run either way.
+needs_accelerators = pytest.mark.skipif(
+    not accelerators.ENABLED, reason="tests an accelerator being used: GEMMA4_LARK_ACCELERATORS=0 runs the plain path")
 
 
 def minimum_versions() -> dict[str, str]:
