@@ -9,13 +9,16 @@ could not tell anything apart.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
+from conftest import REPO
 from gemma4_lark import accelerators
 
 _PROBE = r'''
@@ -157,3 +160,22 @@ def test_off_the_stream_scans_every_chunk(off):
 
 def test_the_results_are_the_same_both_ways(on, off):
     assert {name: r["result"] for name, r in on.items()} == {name: r["result"] for name, r in off.items()}
+
+
+def test_every_proof_the_architecture_page_names_is_a_test():
+    """docs/architecture.md's table names each accelerator's proofs as `tests/FILE.py::test`
+    (then `::test` for more of the same file): each must be a test function of that file."""
+    page = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = [line for line in page.splitlines() if line.startswith("| **")]
+    assert len(rows) == 5, rows
+    for row in rows:
+        proofs = row.rsplit(" | ", 1)[1]
+        named, path = [], None
+        for file, test in re.findall(r"`(?:(tests/[\w/]+\.py))?::(\w+)`", proofs):
+            path = file or path
+            named.append((path, test))
+        assert named, row
+        for path, test in named:
+            tree = ast.parse((REPO / path).read_text(encoding="utf-8"))
+            tests = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+            assert test in tests, f"{path}::{test}"
