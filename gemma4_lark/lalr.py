@@ -83,15 +83,22 @@ class _InlineBuilder:
 def _lark_callbacks(parser: lark.Lark, builder) -> dict:
     """The callbacks with which Lark's own parser loop builds `builder`'s values: per rule, the
     builder's method wrapped by Lark's parse-tree builder; per terminal, the builder's method with
-    the token's text and position, or the text as a plain str (what the driver shifts)."""
+    the token's text and position, or the text as a plain str (what the driver shifts).
+
+    The text is the token's `value`: the str the lexer matched, as the driver has it (`str(token)`
+    would copy it, even a 1-character one that Python otherwise shares: 50 bytes an item more)."""
     callbacks = parser._parse_tree_builder.create_callback(_InlineBuilder(builder))
     for terminal in parser.terminals:
         method = getattr(builder, terminal.name, None) if terminal.name.isupper() else None
         if method is None:
-            callbacks[terminal.name] = str
+            callbacks[terminal.name] = _text
         else:
-            callbacks[terminal.name] = lambda token, method=method: method(str(token), token.start_pos)
+            callbacks[terminal.name] = lambda token, method=method: method(token.value, token.start_pos)
     return callbacks
+
+
+def _text(token) -> str:
+    return token.value
 
 
 class _Rejected(Exception):
