@@ -28,11 +28,12 @@ settings.register_profile("dev", max_examples=50, deadline=None)
 settings.register_profile("deep", max_examples=20_000, deadline=None, suppress_health_check=list(HealthCheck))
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-# For a test of an accelerator's own use (that it is taken, where, how often): with
-# GEMMA4_LARK_ACCELERATORS=0 (`make test-plain`) none is, by design. Tests that compare an
-# accelerator with the plain path call it by name and run either way.
-needs_accelerators = pytest.mark.skipif(
-    not accelerators.ENABLED, reason="tests an accelerator being used: GEMMA4_LARK_ACCELERATORS=0 runs the plain path")
+
+def needs_accelerators(why: str):
+    """Mark a test of an accelerator's own use or of what only it achieves (`why`): with
+    GEMMA4_LARK_ACCELERATORS=0 (`make test-plain`) none runs, by design, and the test skips.
+    Tests that compare an accelerator with the plain path call it by name and run either way."""
+    return pytest.mark.skipif(not accelerators.ENABLED, reason=f"GEMMA4_LARK_ACCELERATORS=0, the plain path: {why}")
 
 
 def minimum_versions() -> dict[str, str]:

@@ -204,7 +204,7 @@ def test_grammar_generated_blocks(text):
     _check(text)
 
 
-@needs_accelerators
+@needs_accelerators("the fast path is not taken")
 def test_parse_call_uses_the_fast_path_even_when_asked_for_repeated_keys(monkeypatch):
     taken = []
     real = fastpath.parse_call
@@ -220,7 +220,7 @@ def test_parse_call_uses_the_fast_path_even_when_asked_for_repeated_keys(monkeyp
     assert duplicates == [("j", repeated.index("j:2")), ("k", repeated.index("k:2"))]
 
 
-@needs_accelerators
+@needs_accelerators("the fast path is not taken")
 def test_the_stream_parser_takes_the_fast_path(monkeypatch):
     import gemma4_incremental as gi
     taken = []

@@ -122,7 +122,7 @@ def test_edges(text, strict):
 
 
 @pytest.mark.skipif(not POSSESSIVE, reason="Python 3.10's re has no possessive quantifiers: the scan reads every block")
-@needs_accelerators
+@needs_accelerators("the stream does not jump")
 def test_a_whole_block_is_read_in_one_step(monkeypatch):
     markers = []
     real = StreamParser._on_marker
@@ -232,7 +232,7 @@ def test_blocks_read_by_the_loop(blocks, sizes, strict, long):
         _same(text, sizes, strict=strict)
 
 
-@needs_accelerators
+@needs_accelerators("the stream does not jump, nor take the fast path")
 def test_a_long_block_hands_its_delimiters_to_the_fast_path(monkeypatch):
     """A 20 KB call in one chunk: read by the loop, decoded by the fast path at the delimiters
     the scan found (the block is not split again), to the same call."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from gemma4_incremental import StreamParser
@@ -66,9 +67,11 @@ def test_canonical_and_mutated_streams(data, options):
 
 
 # Long `<`-free content in each state: the block's pieces compacted as they pile up, its size
-# limit reached inside a chunk, whitespace after a block (where a bare call may follow).
-_PIECES = ["hello ", "x" * 50, " ", "\n", "a b", "{", "}", ",", ":", "k:1", D, CALL, "<|channel>thought\n",
-           "<channel|>", "<|tool_call>call:f{a:", "}<tool_call|>", "call:f{a:1}", "<turn|>", "<", "<|"]
+# limit reached inside a chunk, whitespace after a block (where a bare call may follow, and where
+# an opener cut at the end is markup).
+_PIECES = ["hello ", "x" * 50, " ", "\n", "  \n", "a b", "{", "}", ",", ":", "k:1", D, CALL, "<|channel>thought\n",
+           "<channel|>", "<|tool_call>call:f{a:", "}<tool_call|>", "call:f{a:1}", "<turn|>", "<", "<|",
+           "<|tool_call>", "<|tool_c"]
 
 
 @settings(max_examples=300, deadline=None)
@@ -76,6 +79,17 @@ _PIECES = ["hello ", "x" * 50, " ", "\n", "a b", "{", "}", ",", ":", "k:1", D, C
        sizes=st.lists(st.integers(1, 5), min_size=1, max_size=3))
 def test_streams_of_long_plain_pieces(pieces, options, sizes):
     _same(_cut("".join(pieces), sizes), **options)
+
+
+@pytest.mark.parametrize("text", [
+    CALL + " \n " + "<|tool_c",           # a cut opener after a call and whitespace: markup
+    CALL + "\n\n<|tool_call>  ",          # an empty block after a call and whitespace
+    CALL + " x <|tool_c",                 # not only whitespace between: text
+    "<|channel>thought\nabc<channel|>  call:f{a:1}",  # a bare call after a thought
+])
+def test_what_follows_a_block_or_a_thought(text):
+    for sizes in ([1], [2], [3, 1]):
+        _same(_cut(text, sizes))
 
 
 def test_a_long_block_in_one_character_chunks():
