@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # Reinstall only when the project's metadata changes; otherwise this is a no-op.
 STAMP := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: test test-minimum demo bench docs tables fuzz integration integration-xgrammar integration-llamacpp peers e2e-vllm clean
+.PHONY: test test-plain test-minimum demo bench docs tables fuzz integration integration-xgrammar integration-llamacpp peers e2e-vllm clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,6 +16,17 @@ $(STAMP): pyproject.toml
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# The plain path (docs/architecture.md): GEMMA4_LARK_ACCELERATORS=0 turns off every accept-only
+# second implementation of the grammar (fast path, lean driver, express path, block jump, feed's
+# inlined path), so Lark's own parser builds the values and the stream scans every chunk. The
+# differential tests then compare each accelerator, called by name, with that plain path; the
+# stream and parser tests must pass on it unchanged. CI runs it after `make test`.
+PLAIN_TESTS := tests/test_accelerators.py tests/test_lean_driver.py tests/test_fastpath.py tests/test_express.py \
+	tests/test_stream_block_jump.py tests/test_stream_inlined_feed.py tests/test_reference.py \
+	tests/test_stream.py tests/test_grammar.py tests/test_errors.py tests/test_values.py
+test-plain: $(STAMP)
+	GEMMA4_LARK_ACCELERATORS=0 $(BIN)/python -m pytest -q $(PLAIN_TESTS)
 
 # The suite again, in a second venv whose dependencies are the lowest versions pyproject.toml
 # allows (constraints/minimum.txt: lark 1.2.2, as vLLM pins it). CI runs both.

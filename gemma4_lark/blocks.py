@@ -20,7 +20,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Collection, Sequence
 
-from . import fastpath, marker_search, tokens
+from . import accelerators, fastpath, marker_search, tokens
 from .diagnostics import Diagnostic, LineIndex
 from .errors import GemmaSyntaxError
 from .parser import parse_call, parse_from, parse_lossless_call
@@ -194,7 +194,7 @@ def _decode(raw: str, policy: BlockPolicy, closed: bool, at_end: bool, bare: boo
         try:
             if lossless:
                 call = parse_lossless_call(raw, max_depth=max_depth, duplicates=duplicates)
-            elif delimiters is None:
+            elif delimiters is None or not accelerators.ENABLED:
                 call = parse_call(raw, max_depth=max_depth, duplicates=duplicates)
             else:  # the fast path, told where the delimiters are; else the LALR path (no second try)
                 call = fastpath.parse_call(raw, max_depth, unique_keys=True, delimiters=delimiters)

@@ -15,8 +15,13 @@ asked of a builder object, by name, exactly as a Lark inline transformer would b
   own to keep or change, rather than as arguments: a list of n items then costs no copy.
 
 It only ever accepts: on input it cannot take, it hands the input to Lark's own parser, whose
-exception (position, expected terminals, parser state) is what error messages are made from. The
-test suite checks both paths agree on every input it has.
+exception (position, expected terminals, parser state) is what error messages are made from.
+
+`parse_with_lark` is the plain path the driver restates: Lark's own LALR parser (its lexer, its
+loop, its parse-tree builder's rules for `_rule`, `?rule` and filtered terminals) calling the same
+builder as an inline transformer. It runs instead of the driver when the accelerators are off
+(`gemma4_lark.accelerators`), and tests/test_lean_driver.py checks that both build the same
+values, and fail at the same place, on input generated from the grammar.
 """
 
 from __future__ import annotations
@@ -57,6 +62,43 @@ def _keyword_type(scanner):
         return None if m is None else m.lastgroup
 
     return keyword_type
+
+
+class _InlineBuilder:
+    """`builder` as Lark's parse-tree builder calls a transformer: a rule's method with the rule's
+    children as one list (the driver's conventions, above, are Lark's own)."""
+
+    def __init__(self, builder):
+        self._builder = builder
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):  # an inlined `_rule` (or `__default__`): Lark's tree, spliced by its parent
+            raise AttributeError(name)
+        method = getattr(self._builder, name)  # (none: Lark's tree, as for a rule the driver expands)
+        if getattr(method, "children_list", False):
+            return method
+        return lambda children: method(*children)
+
+
+def _lark_callbacks(parser: lark.Lark, builder) -> dict:
+    """The callbacks with which Lark's own parser loop builds `builder`'s values: per rule, the
+    builder's method wrapped by Lark's parse-tree builder; per terminal, the builder's method with
+    the token's text and position, or the text as a plain str (what the driver shifts).
+
+    The text is the token's `value`: the str the lexer matched, as the driver has it (`str(token)`
+    would copy it, even a 1-character one that Python otherwise shares: 50 bytes an item more)."""
+    callbacks = parser._parse_tree_builder.create_callback(_InlineBuilder(builder))
+    for terminal in parser.terminals:
+        method = getattr(builder, terminal.name, None) if terminal.name.isupper() else None
+        if method is None:
+            callbacks[terminal.name] = _text
+        else:
+            callbacks[terminal.name] = lambda token, method=method: method(token.value, token.start_pos)
+    return callbacks
+
+
+def _text(token) -> str:
+    return token.value
 
 
 class _Rejected(Exception):
@@ -173,6 +215,7 @@ class LeanLALR:
         self.actions = actions
         lark_parser = frontend.parser.parser
         self._checker = _Parser(lark_parser.parse_table, dict.fromkeys(lark_parser.callbacks, _discard))
+        self._lark_builder = None  # Lark's parser with the builder's callbacks: built when first asked for
         # Per parser state: the compiled alternation of the terminals the lexer accepts there,
         # the types it ignores, and the keywords that a pattern match may turn out to be.
         self.lexers = [None] * len(table.states)
@@ -192,19 +235,27 @@ class LeanLALR:
         try:
             return self._run(text, start, pos)
         except _Rejected:
-            self._lark_parse(text, start, pos)  # raises the precise UnexpectedInput
+            # Lark's parser, run only to find where and why the input fails, so it builds
+            # nothing (a tree of a 4 MB block costs hundreds of bytes a character)
+            self._lark_parse(self._checker, text, start, pos)  # raises the precise UnexpectedInput
             raise AssertionError(f"Lark accepts what the lean driver rejected: {text[pos:pos + 200]!r}") from None
 
-    def _lark_parse(self, text: str, start: str, pos: int):
-        # Lark's parser, run only to find where and why the input fails, so it builds no tree
-        # (a tree of a 4 MB block costs hundreds of bytes a character). And it reads the text in
-        # place from `pos`: handed no lexer state, Lark would count the lines before `pos` (or we
-        # would copy the rest of the text) on every call.
+    def parse_with_lark(self, text: str, start: str, pos: int = 0):
+        """`parse`, by Lark's own LALR parser: the same value, or the same exception (Lark's
+        `UnexpectedInput`, or what the builder raises), at the same positions; slower. The plain
+        path, which the driver is tested against."""
+        if self._lark_builder is None:
+            self._lark_builder = _Parser(self._checker.parse_table, _lark_callbacks(self.lark, self.builder))
+        return self._lark_parse(self._lark_builder, text, start, pos)
+
+    def _lark_parse(self, loop: _Parser, text: str, start: str, pos: int):
+        # Lark's parser loop reading the text in place from `pos`: handed no lexer state, Lark
+        # would count the lines before `pos` (or we would copy the rest of the text) on every call.
         line_counter = LineCounter("\n")
         line_counter.char_pos = pos
         view = text if TextSlice is None else TextSlice(text, pos, len(text))
         thread = LexerThread(self.lark.parser.lexer, LexerState(view, line_counter))
-        return self._checker.parse(thread, start)
+        return loop.parse(thread, start)
 
     def _run(self, text: str, start: str, pos: int):
         actions = self.actions

@@ -2,7 +2,8 @@
 
 Each function accepts exactly the language of `grammar/gemma4.lark` and raises `GemmaSyntaxError`
 for anything else. The two Lark parsers are built once per process (from Lark's cache when it has
-one) on first use.
+one) on first use. Values are built by the call-block fast path and the lean LALR driver, or, with
+the accelerators off (`gemma4_lark.accelerators`), by Lark's own LALR parser alone.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
-from . import fastpath, grammar
+from . import accelerators, fastpath, grammar
 from .errors import GemmaSyntaxError, from_lark
 from .model import ModelOutput, ToolCall, ToolDeclaration, ToolResponse, Thought, Transcript
 from .diagnostics import LineIndex
@@ -65,8 +66,11 @@ def parse_from(text: str, pos: int, start: str, *, max_depth: int = DEFAULT_MAX_
     `duplicates`) are offsets into `text`. `lines` (a LineIndex of `text`) spares each error
     counting lines from the start, for callers that parse one text at many offsets. `lossless`:
     build with `LosslessBuild` (scalars as `Scalar`s, calls as `LosslessCall`s; internal).
-    `fast`: try the fast path first (off for a caller that just tried it; the result is the same)."""
-    if fast and start == "call_block" and not pos and not lossless:
+    `fast`: try the fast path first (off for a caller that just tried it; the result is the same).
+    With the accelerators off, neither the fast path nor the lean driver runs: Lark's own parser
+    builds the value."""
+    plain = not accelerators.ENABLED
+    if fast and not plain and start == "call_block" and not pos and not lossless:
         # accept-only: None leaves it to LALR, which also reports repeated keys where asked to
         call = fastpath.parse_call(text, max_depth, unique_keys=duplicates is not None)
         if call is not None:
@@ -81,7 +85,7 @@ def parse_from(text: str, pos: int, start: str, *, max_depth: int = DEFAULT_MAX_
     state = ParseState(max_depth=max_depth)
     token = current.set(state)
     try:
-        result = parser.parse(text, start, pos)
+        result = parser.parse_with_lark(text, start, pos) if plain else parser.parse(text, start, pos)
     except DepthExceeded as exc:
         raise GemmaSyntaxError(
             f"nesting deeper than {exc.max_depth} levels", source=text, pos=exc.pos,

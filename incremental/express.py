@@ -8,7 +8,7 @@ stream. `events(parser, text)` gives the events that `parser` (new) gives for `t
 and flushed, or None when the output is not of that shape, and then the parser reads it. (A stop
 marker in text is an event, and text goes on, as in the stream.)
 
-Accept-only (docs/architecture.md#second-implementations): whatever it does not take (declared
+Accept-only (docs/architecture.md#second-implementations-and-their-proofs): whatever it does not take (declared
 tools, a tool_choice, stray markup, an unlabelled channel, an unclosed thought or block, a call
 inside a thought, a bare call the stream would guess, a block that is not one call, a block past
 `max_block_chars`, a marker's prefix at the end) goes to StreamParser, so every result it gives is
@@ -17,6 +17,10 @@ block-rest pattern, the head decision (`call_name`), the block decision. Call id
 parser's id factory only once the whole output is taken, one per block in order, as the stream
 asks. tests/test_express.py checks by differential fuzzing that every output it takes gives
 exactly StreamParser's events, ids included.
+
+With the accelerators off (`gemma4_lark.accelerators`), `events` takes nothing: parse_output
+reads every output with the stream. `read_whole` is the path itself, switch or not, for the tests
+that compare it with the stream (with the switch off: the plain stream).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from __future__ import annotations
 import functools
 import re
 
-from gemma4_lark import tokens
+from gemma4_lark import accelerators, tokens
 from gemma4_lark.grammar import whitespace
 from gemma4_lark.blocks import BlockCall, decide_block
 from gemma4_lark.events import Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallStart
@@ -55,7 +59,13 @@ def _patterns(strict: bool):
 
 def events(parser: StreamParser, text: str) -> list | None:
     """The events of `text` read whole by `parser` (a new parser, nothing fed yet), or None when
-    the output is not one this path takes. Asks `parser` for call ids only when it takes it."""
+    the output is not one this path takes, or the accelerators are off. Asks `parser` for call
+    ids only when it takes it."""
+    return read_whole(parser, text) if accelerators.ENABLED else None
+
+
+def read_whole(parser: StreamParser, text: str) -> list | None:
+    """`events`, whatever the accelerators' switch says."""
     try:
         out = _read(parser, text)
     except Exception:  # noqa: BLE001 - an option of a shape it does not expect (`max_depth=None`):

@@ -6,6 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
+from gemma4_lark import accelerators
 from gemma4_lark.diagnostics import Diagnostic
 from gemma4_lark.events import Event, Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError
 from . import express
@@ -110,7 +111,8 @@ def parse_output(text: str, **options: Any) -> ParsedOutput:
     StreamParser raises for malformed `tools`; problems in the text are in the result's `errors`,
     calls' diagnostics and `diagnostics`."""
     parser = StreamParser(**options)
-    events = express.events(parser, text) if type(text) is str else None  # the usual shape, or None
+    # the usual shape, read by the express path; else (or with the accelerators off) None
+    events = express.events(parser, text) if accelerators.ENABLED and type(text) is str else None
     if events is None:
         events = parser.feed(text)
         events += parser.flush()

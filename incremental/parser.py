@@ -215,10 +215,11 @@ class StreamParser:
         state = machine.state
         if state is _DONE:
             raise RuntimeError("feed() after flush(): the stream is over")
-        if machine.pending or machine.start_events or "<" in chunk:
+        if machine.pending or machine.start_events or "<" in chunk or not _ACCELERATED:
             return machine.scan_chunk(chunk)
         # Most chunks of most streams: nothing held back and no `<` in sight, so the chunk is text,
-        # thought or block content as a whole (in a state where no guess is pending).
+        # thought or block content as a whole (in a state where no guess is pending). The hand-inlined
+        # copy of what the scan does with such a chunk (an accelerator: off, the scan reads it).
         if not chunk:
             return []
         if state is _TEXT or state is _THOUGHT or state is _UNLABELLED_THOUGHT:
@@ -232,7 +233,7 @@ class StreamParser:
         if state is _CALL or state is _STRING:
             block = machine.block
             size = block.size + len(chunk)
-            if _ACCELERATED and not block.head and block.small < COMPACT_EVERY - 1 and size <= machine.limit:
+            if not block.head and block.small < COMPACT_EVERY - 1 and size <= machine.limit:
                 # the hand-inlined copy of OpenBlock.append for block content once its head is
                 # decided (not bare, not oversized, not yet due to be compacted)
                 block.size = size

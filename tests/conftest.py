@@ -12,6 +12,8 @@ import pathlib
 import pytest
 from hypothesis import HealthCheck, settings
 
+from gemma4_lark import accelerators
+
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SHARED_DATA = pathlib.Path(os.environ.get("GEMMA4_SHARED_DATA", REPO.parent / "shared" / "data"))
 
@@ -25,6 +27,13 @@ settings.register_profile("explore", max_examples=200, deadline=None, suppress_h
 settings.register_profile("dev", max_examples=50, deadline=None)
 settings.register_profile("deep", max_examples=20_000, deadline=None, suppress_health_check=list(HealthCheck))
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def needs_accelerators(why: str):
+    """Mark a test of an accelerator's own use or of what only it achieves (`why`): with
+    GEMMA4_LARK_ACCELERATORS=0 (`make test-plain`) none runs, by design, and the test skips.
+    Tests that compare an accelerator with the plain path call it by name and run either way."""
+    return pytest.mark.skipif(not accelerators.ENABLED, reason=f"GEMMA4_LARK_ACCELERATORS=0, the plain path: {why}")
 
 
 def minimum_versions() -> dict[str, str]:

@@ -1,4 +1,5 @@
 """The accept-only fast path for call blocks (gemma4_lark/fastpath.py), against the LALR path.
+(With GEMMA4_LARK_ACCELERATORS=0 the LALR path is Lark's own parser, not the lean driver.)
 
 Differential: every block the fast path takes must decode exactly as the LALR path decodes it
 (same name, same values of the same types, floats to the bit); blocks it refuses are the LALR
@@ -14,6 +15,7 @@ from hypothesis import given, settings, strategies as st
 import gemma4_lark as g
 from gemma4_lark import fastpath, fuzz, marker_search, tokens
 from gemma4_lark.parser import DEFAULT_MAX_DEPTH, parse_from
+from conftest import needs_accelerators
 from timing import Guard, guard_tests
 
 D = tokens.STRING_DELIMITER
@@ -202,6 +204,7 @@ def test_grammar_generated_blocks(text):
     _check(text)
 
 
+@needs_accelerators("the fast path is not taken")
 def test_parse_call_uses_the_fast_path_even_when_asked_for_repeated_keys(monkeypatch):
     taken = []
     real = fastpath.parse_call
@@ -217,6 +220,7 @@ def test_parse_call_uses_the_fast_path_even_when_asked_for_repeated_keys(monkeyp
     assert duplicates == [("j", repeated.index("j:2")), ("k", repeated.index("k:2"))]
 
 
+@needs_accelerators("the fast path is not taken")
 def test_the_stream_parser_takes_the_fast_path(monkeypatch):
     import gemma4_incremental as gi
     taken = []

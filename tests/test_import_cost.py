@@ -6,6 +6,8 @@ error is the same as ever."""
 import subprocess
 import sys
 
+from conftest import needs_accelerators
+
 _SERVING = r"""
 import sys
 import gemma4_incremental
@@ -27,6 +29,7 @@ except gemma4_lark.GemmaSyntaxError as exc:
 """
 
 
+@needs_accelerators("Lark's parser reads every block, so the first one loads it")
 def test_the_serving_path_loads_lark_only_for_a_block_the_fast_path_leaves():
     result = subprocess.run([sys.executable, "-c", _SERVING], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

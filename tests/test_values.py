@@ -9,7 +9,7 @@ from hypothesis import given, strategies as st
 import gemma4_lark as g
 from gemma4_lark.render.values import dump_value
 
-from conftest import same
+from conftest import needs_accelerators, same
 
 
 def test_big_integers_are_exact():
@@ -123,6 +123,8 @@ def test_integer_beyond_the_bound_is_a_positioned_syntax_error():
             g.parse_value("1" * digits)
 
 
+@needs_accelerators("Lark's parse-tree builder copies a list once into its parent (8 bytes an item): "
+                    "the lean driver grows it in place")
 def test_a_long_list_is_built_without_copies():
     # The list grows in place as the parser reduces it and the array keeps that list: no copy of
     # it as arguments, no slice. (It peaked at about 50 bytes a character.)
