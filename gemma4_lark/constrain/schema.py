@@ -263,12 +263,31 @@ def _json_kind(value: Any) -> str:
 
 
 def _same(a: Any, b: Any) -> bool:
-    """JSON equality at the top (True is not 1; 1 is 1.0)."""
-    numbers = ("integer", "number")
-    ka, kb = _json_kind(a), _json_kind(b)
-    if ka != kb and not (ka in numbers and kb in numbers):
-        return False
-    return a == b
+    """JSON equality, as validation compares an enum's values: at every level True is not 1, and
+    1 is 1.0; objects equal whatever their keys' order. Iterative (a value may nest deeply)."""
+    pending = [(a, b)]
+    while pending:
+        x, y = pending.pop()
+        kx, ky = _json_kind(x), _json_kind(y)
+        if kx in _NUMBER_KINDS and ky in _NUMBER_KINDS:
+            if x != y:
+                return False
+        elif kx != ky:
+            return False
+        elif kx == "array":
+            if len(x) != len(y):
+                return False
+            pending.extend(zip(x, y))
+        elif kx == "object":
+            if x.keys() != y.keys():
+                return False
+            pending.extend((x[k], y[k]) for k in x)
+        elif x != y:
+            return False
+    return True
+
+
+_NUMBER_KINDS = ("integer", "number")
 
 
 def _shared(mine: list, theirs: list) -> list:
@@ -286,26 +305,29 @@ def _shared(mine: list, theirs: list) -> list:
 
 
 def _same_key(value: Any):
-    """A hashable form of `value` equal for the values `_same` finds equal: its JSON kind at the
-    top (numbers one kind), then Python's `==` within (1 is 1.0, and nested True is 1); None for
-    a value holding a NaN (never equal, and a set would find it by identity) or nested past
+    """A hashable form of `value` equal for the values `_same` finds equal: each value tagged with
+    its JSON kind at every level (numbers one kind, so 1 is 1.0; True is no number); None for a
+    value holding a NaN (never equal, and a set would find it by identity) or nested past
     Python's recursion limit."""
-    kind = _json_kind(value)
     try:
-        return ("number" if kind in ("integer", "number") else kind, _hashable(value))
+        return _hashable(value)
     except (TypeError, ValueError, RecursionError):
         return None
 
 
 def _hashable(value: Any):
-    if isinstance(value, float) and value != value:
-        raise ValueError("NaN")
+    if isinstance(value, bool):
+        return ("boolean", value)
+    if isinstance(value, (int, float)):
+        if value != value:
+            raise ValueError("NaN")
+        return ("number", value)
     if isinstance(value, list):
         return ("list", tuple(_hashable(v) for v in value))
     if isinstance(value, Mapping):
         return ("object", frozenset((k, _hashable(v)) for k, v in value.items()))
     hash(value)  # (anything else unhashable: TypeError, and the caller compares instead)
-    return value
+    return (_json_kind(value), value)
 
 
 def _size(schema: Any, most: int) -> int:

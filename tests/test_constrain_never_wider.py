@@ -1,0 +1,132 @@
+"""No export wider than the parser (issue 30, section 4): whatever a typed export accepts, strict
+`parse_output(tools=)` accepts, unless `not_enforced()` says why not.
+
+The property runs over random schemas at the edges of what a value can be (`schema_strategies.
+edge_tools`: positions past `maxItems`, items and properties no value satisfies, `false` beside open
+objects, `allOf` of open objects, merged enums of nested values), walked under llguidance's mask.
+Then one test per family that broke it, each through every export: llguidance, GBNF (through
+llguidance's own GBNF reader) and Lark (Python Lark, as the docs use it)."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
+
+pytest.importorskip("llguidance")
+jsonschema_rs = pytest.importorskip("jsonschema_rs")
+
+from constrain_helpers import Matcher, gbnf_as_llguidance, lark_parser  # noqa: E402
+from schema_strategies import NO_VALUE_DEFS, NO_VALUE_SCHEMAS, edge_tools, nested_json  # noqa: E402
+
+from gemma4_incremental import parse_output  # noqa: E402
+from gemma4_lark import constrain  # noqa: E402
+from gemma4_lark.constrain import schema as schema_module  # noqa: E402
+from gemma4_lark.constrain.schema import SchemaError, not_enforced  # noqa: E402
+from gemma4_lark.render.official import render_chat  # noqa: E402
+from gemma4_lark.render.safety import UnsafeContentError  # noqa: E402
+from gemma4_lark.tools import read_tools  # noqa: E402
+
+D = '<|"|>'
+# derandomized and small by default; HYPOTHESIS_PROFILE=explore or deep draws more (conftest.py)
+EXAMPLES = 60 if os.environ.get("HYPOTHESIS_PROFILE", "ci") == "ci" else settings.default.max_examples
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def _tools(parameters):
+    return [{"type": "function", "function": {"name": "t", "parameters": parameters}}]
+
+
+def _call(body):
+    return f"<|tool_call>call:t{{{body}}}<tool_call|>"
+
+
+def _parser_accepts(text, tools) -> bool:
+    out = parse_output(text, tools=tools, strict=True)
+    return bool(out.calls) and not out.errors
+
+
+class Exports:
+    """The exports of one tool list, each asked whether it accepts a text."""
+
+    def __init__(self, tools):
+        self.llguidance = Matcher(constrain.grammar("llguidance", tools=tools))
+        self.gbnf = Matcher(gbnf_as_llguidance(constrain.grammar("gbnf", tools=tools)))
+        self.lark = lark_parser(constrain.grammar("lark", tools=tools))
+
+    def accepting(self, text) -> dict:
+        try:
+            self.lark.parse(text)
+            lark = True
+        except Exception:  # noqa: BLE001 - Lark's several refusals
+            lark = False
+        return {"llguidance": self.llguidance.accepts(text), "gbnf": self.gbnf.accepts(text), "lark": lark}
+
+
+def _agree(exports, tools, texts):
+    """Every export accepts each text exactly when the parser does."""
+    for text in texts:
+        want = _parser_accepts(text, tools)
+        assert exports.accepting(text) == dict.fromkeys(("llguidance", "gbnf", "lark"), want), (text, want)
+
+
+# --- merged enums of nested values ---------------------------------------------------------------
+# Before: `allOf[{enum:[{a:true}]},{enum:[{a:1}]}]` kept `{a:true}`: nested, True was 1.
+# a value's look-alikes: each leaf maybe swapped for one Python finds equal (True and 1, 0 and 0.0)
+_LOOK_ALIKES = {True: [1, 1.0], False: [0, 0.0], 0: [False, 0.0], 1: [True, 1.0], 1.0: [True, 1]}
+
+
+@st.composite
+def _look_alike(draw, value):
+    if isinstance(value, list):
+        return [draw(_look_alike(v)) for v in value]
+    if isinstance(value, dict):
+        return {k: draw(_look_alike(v)) for k, v in value.items()}
+    if isinstance(value, (bool, int, float)) and value in _LOOK_ALIKES and draw(st.booleans()):
+        return draw(st.sampled_from(_LOOK_ALIKES[value]))
+    return value
+
+
+_PAIRS = nested_json.flatmap(lambda a: st.tuples(st.just(a), st.one_of(_look_alike(a), nested_json)))
+# containers of the leaves that have look-alikes: where "True is 1" hid
+_NESTED_NUMBERS = st.recursive(st.sampled_from([True, False, 0, 1, 1.0]),
+                               lambda c: st.lists(c, min_size=1, max_size=2)
+                               | st.dictionaries(st.sampled_from(["a", "b"]), c, min_size=1, max_size=2),
+                               max_leaves=3).filter(lambda v: isinstance(v, (list, dict)))
+_NESTED_PAIRS = _NESTED_NUMBERS.flatmap(lambda a: st.tuples(st.just(a), _look_alike(a)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_PAIRS)
+def test_same_is_json_equality_at_every_level(pair):
+    a, b = pair
+    assert schema_module._same(a, b) == jsonschema_rs.validator_for({"const": a}).is_valid(b)
+    assert (schema_module._same_key(a) == schema_module._same_key(b)) == schema_module._same(a, b)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(_NESTED_PAIRS, min_size=1, max_size=3))
+def test_merged_enums_take_only_values_both_hold(pairs):
+    mine, theirs = [a for a, _ in pairs], [b for _, b in pairs]
+    tools = _tools({"type": "object", "properties": {"x": {"allOf": [{"enum": mine}, {"enum": theirs}]}}})
+    matcher = Matcher(constrain.grammar("llguidance", tools=tools))
+    for value in mine + theirs:
+        text = _rendered({"x": value})
+        assume(text is not None)
+        if matcher.accepts(text):
+            assert _parser_accepts(text, tools), text
+
+
+def test_merged_enums_nested_true_is_not_one():
+    tools = _tools({"type": "object", "properties": {"x": {"allOf": [{"enum": [{"a": True}, [1]]}, {"enum": [{"a": 1}, [1.0]]}]}}})
+    _agree(Exports(tools), tools, [_call("x:{a:true}"), _call("x:{a:1}"), _call("x:[1]"), _call("")])
+
+
+def _rendered(arguments):
+    try:
+        text = render_chat([{"role": "assistant", "tool_calls": [{"function": {"name": "t", "arguments": arguments}}]}])
+    except UnsafeContentError:
+        return None
+    return text[text.index("<|tool_call>"):text.index("<tool_call|>") + len("<tool_call|>")]
