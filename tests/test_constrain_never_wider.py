@@ -130,3 +130,32 @@ def _rendered(arguments):
     except UnsafeContentError:
         return None
     return text[text.index("<|tool_call>"):text.index("<tool_call|>") + len("<tool_call|>")]
+
+
+# --- a schema no value satisfies ---------------------------------------------------------------------
+# Before: `{"type": "integer", "const": "a"}` required was refused with "... no value can be written;
+# None"; as an optional property (or a union's option) `false` refused the whole tool; a `$ref` to a
+# schema with no value, met a second time, was an empty rule.
+@pytest.mark.parametrize("none", NO_VALUE_SCHEMAS, ids=lambda s: str(s)[:40])
+def test_a_schema_with_no_value_is_refused_required_and_left_out_optional(none):
+    required = _tools({"type": "object", "properties": {"x": none}, "required": ["x"], "$defs": NO_VALUE_DEFS})
+    with pytest.raises(SchemaError) as error:
+        constrain.grammar("llguidance", tools=required)
+    message = str(error.value)
+    assert message.startswith("tool 't': ") and not message.endswith("None"), message
+    optional = _tools({"type": "object", "properties": {"x": none, "y": {"anyOf": [none, {"type": "integer"}]}},
+                       "$defs": NO_VALUE_DEFS})
+    matcher = Matcher(constrain.grammar("llguidance", tools=optional))
+    assert matcher.accepts(_call("")) and matcher.accepts(_call("y:1"))
+    assert not matcher.accepts(_call("y:"))  # (a `$ref` met again was an empty rule: `y:` passed)
+    assert matcher.accepted_prefix(_call("x:1"))[1] == len("<|tool_call>call:t{")  # refused at the `x`
+
+
+def test_the_message_names_the_const_and_the_type():
+    tools = _tools({"type": "object", "properties": {"x": {"type": "integer", "const": "a"},
+                                                     "y": {"type": "string", "enum": [1, True]}}, "required": ["x"]})
+    with pytest.raises(SchemaError, match=r"^tool 't': parameters.properties.x: the const 'a' is not of the type 'integer'$"):
+        constrain.grammar("llguidance", tools=tools)
+    tools[0]["function"]["parameters"]["required"] = ["y"]
+    with pytest.raises(SchemaError, match=r"properties.y.enum: no value of the enum is of the type 'string'$"):
+        constrain.grammar("llguidance", tools=tools)

@@ -330,6 +330,12 @@ def _hashable(value: Any):
     return (_json_kind(value), value)
 
 
+def _brief(value: Any) -> str:
+    """A value for a message: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _size(schema: Any, most: int) -> int:
     """How many nodes `schema` has, counted up to `most` + 1."""
     count, stack = 0, [schema]
@@ -360,10 +366,16 @@ class _ToolCompiler:
         self.places: dict[str, str] = {}  # rule name -> the place in the schema it is made for
         self.notes: list[str] = []  # what the rules leave to validation, beyond `_UNENFORCED`
         self.merging: set[str] = set()  # the `$ref`s being merged (`intersect`)
+        self.no_values: dict[str, _NoValue] = {}  # the `$ref`s whose schemas no value satisfies
         self.root = normal.normalize(tool.parameters)
 
     def error(self, where: str, message: str) -> SchemaError:
         return SchemaError(f"tool {self.tool.name!r}: {where}: {message}")
+
+    def no_value(self, where: str, message: str) -> _NoValue:
+        """The error for a schema no value satisfies: where it is optional (a property, a union's
+        option, an array's items) the caller leaves it out."""
+        return _NoValue(f"tool {self.tool.name!r}: {where}: {message}")
 
     def new_rule(self, kind: str) -> str:
         self.count += 1
@@ -397,7 +409,7 @@ class _ToolCompiler:
         if schema is True or _is_any(schema):
             return ir.Ref("tool_any")
         if schema is False:
-            raise self.error(where, "the schema `false` admits no value")
+            raise self.no_value(where, "the schema `false` admits no value")
         if not isinstance(schema, Mapping):
             raise self.error(where, f"a schema is an object or a boolean, not {type(schema).__name__}")
         if "$ref" in schema:  # normalized: no sibling but annotations (docs/schema.md)
@@ -405,19 +417,25 @@ class _ToolCompiler:
         if any(k in schema for k in _COMBINATORS):
             return self.combined(schema, where)
         if "const" in schema:
-            return self.literal_values(self.of_types(schema, [schema["const"]]), where)
+            const = schema["const"]
+            return self.literal_values(self.of_types(schema, [const], where, f"the const {_brief(const)} is not"), where)
         if "enum" in schema:
             values = schema["enum"]
             if not isinstance(values, list) or not values:
                 raise self.error(where + ".enum", "an enum is a non-empty list")
-            return self.literal_values(self.of_types(schema, values), where + ".enum")
+            return self.literal_values(self.of_types(schema, values, where + ".enum", "no value of the enum is"), where + ".enum")
         return self.typed(schema, where)
 
-    def of_types(self, schema: Mapping, values: list) -> list:
-        """The values of an `enum` or `const` that the `type` beside it allows."""
+    def of_types(self, schema: Mapping, values: list, where: str, what: str) -> list:
+        """The values of an `enum` or `const` that the `type` beside it allows; none is a schema no
+        value satisfies (`what`: the message's subject, "... of the type 'integer'")."""
         kinds = _type_set(schema)
-        return values if kinds is None else [v for v in values if _json_kind(v) in kinds
-                                             or _json_kind(v) == "integer" and "number" in kinds]
+        if kinds is None:
+            return values
+        kept = [v for v in values if _json_kind(v) in kinds or _json_kind(v) == "integer" and "number" in kinds]
+        if not kept:
+            raise self.no_value(where, f"{what} of the type {schema['type']!r}")
+        return kept
 
     def combined(self, schema: Mapping, where: str) -> ir.Expr:
         """`anyOf`, `oneOf`, `allOf` and the keywords beside them, which all hold (an
@@ -493,7 +511,7 @@ class _ToolCompiler:
         if part is True or part == {}:
             return dict(base)
         if part is False:
-            raise self.error(where, "the schema `false` admits no value")
+            raise self.no_value(where, "the schema `false` admits no value")
         if not isinstance(part, Mapping):
             raise self.error(where, f"a schema is an object or a boolean, not {type(part).__name__}")
         if "$ref" in part:
@@ -652,13 +670,22 @@ class _ToolCompiler:
         return node
 
     def ref(self, target: Any, where: str) -> ir.Expr:
+        if target in self.no_values:
+            raise self.no_values[target]
         if target not in self.refs:
             node = self.resolve(target, where)
             name = self.refs[target] = self.new_rule("def")
             self.places[name] = target
             # the rule exists before its body is built: a schema that refers to itself recurses
             self.rules[name] = ir.Seq(())
-            self.rules[name] = self.value(node, target)
+            try:
+                self.rules[name] = self.value(node, target)
+            except _NoValue as error:
+                # every later use is refused too, and a use made while it was built derives
+                # nothing (a rule that is only itself): pruned, never the empty placeholder
+                self.no_values[target] = error
+                self.rules[name] = ir.Ref(name)
+                raise
         return ir.Ref(self.refs[target])
 
     # --- arrays -----------------------------------------------------------------------------
@@ -674,11 +701,11 @@ class _ToolCompiler:
         low = low if isinstance(low, int) and 0 <= low <= MAX_ENFORCED_ITEMS else 0
         high = high if isinstance(high, int) and 0 <= high <= MAX_ENFORCED_ITEMS else None
         if high is not None and high < low:
-            raise self.error(where, f"maxItems {high} is below minItems {low}")
+            raise self.no_value(where, f"maxItems {high} is below minItems {low}")
         if tail is None:
             high = len(head) if high is None else min(high, len(head))
         if high is not None and high < low:
-            raise self.error(where, f"minItems {low} is more items than the schema allows")
+            raise self.no_value(where, f"minItems {low} is more items than the schema allows")
         name = self.new_rule("array")
         m = len(head)
         # the items as one non-empty sequence, built from the last: item i is optional from
@@ -743,7 +770,7 @@ class _ToolCompiler:
         for key, sub in properties.items():
             if sub is False:
                 if key in required:
-                    raise self.error(f"{where}.properties.{key}", "is required, but its schema is `false`")
+                    raise self.no_value(f"{where}.properties.{key}", "is required, but its schema is `false`")
                 continue
             try:
                 _WRITER.write({key: None}, where)  # refuses a key the format cannot write safely
