@@ -72,6 +72,28 @@ def _agree(exports, tools, texts):
         assert exports.accepting(text) == dict.fromkeys(("llguidance", "gbnf", "lark"), want), (text, want)
 
 
+# --- positions past maxItems ---------------------------------------------------------------------
+# Before: `prefixItems` of 3 with `maxItems: 1` took `[1,2,3]` in every export; the parser refuses it.
+_TUPLES = {f"p{m}_{high}_{low}_{int(tail)}": {"type": "array", "prefixItems": [{"type": "integer"}] * m,
+                                               **({"maxItems": high} if high is not None else {}), "minItems": low,
+                                               **({} if tail else {"items": False})}
+           for m in (1, 3) for high in (None, 0, 1, 2) for low in (0, 1) for tail in (False, True)
+           if high is None or low <= high}
+
+
+def test_positions_past_max_items_are_never_written():
+    tools = _tools({"type": "object", "properties": _TUPLES})
+    exports = Exports(tools)
+    texts = []
+    for name, schema in _TUPLES.items():
+        m = len(schema["prefixItems"])
+        for k in range(m + 3):
+            items = [str(i) for i in range(min(k, m))] + [f"{D}s{D}"] * max(0, k - m)
+            texts.append(_call(f"{name}:[{','.join(items)}]"))
+    _agree(exports, tools, texts)
+    assert not_enforced(read_tools(tools)) == []
+
+
 # --- merged enums of nested values ---------------------------------------------------------------
 # Before: `allOf[{enum:[{a:true}]},{enum:[{a:1}]}]` kept `{a:true}`: nested, True was 1.
 # a value's look-alikes: each leaf maybe swapped for one Python finds equal (True and 1, 0 and 0.0)
@@ -130,6 +152,26 @@ def _rendered(arguments):
     except UnsafeContentError:
         return None
     return text[text.index("<|tool_call>"):text.index("<tool_call|>") + len("<tool_call|>")]
+
+
+# --- items and positions no value satisfies ----------------------------------------------------
+# Before: `items` no value satisfies dropped the optional property (and refused the tool when it
+# was required), though `[]` is valid; a position no value satisfies did the same to `[]`, `[1]`.
+def test_items_and_positions_with_no_value_leave_the_shorter_arrays():
+    properties, required, texts = {}, [], []
+    for i, none in enumerate(NO_VALUE_SCHEMAS):
+        properties[f"i{i}"] = {"type": "array", "items": none}
+        properties[f"p{i}"] = {"type": "array", "prefixItems": [{"type": "integer"}, none, {"type": "integer"}]}
+        properties[f"r{i}"] = {"type": "array", "items": none}
+        required.append(f"r{i}")
+    tools = _tools({"type": "object", "properties": properties, "required": required, "$defs": NO_VALUE_DEFS})
+    exports = Exports(tools)
+    all_r = ",".join(f"r{i}:[]" for i in range(len(NO_VALUE_SCHEMAS)))
+    for i in range(len(NO_VALUE_SCHEMAS)):
+        for body in (f"i{i}:[]", f"i{i}:[1]", f"p{i}:[]", f"p{i}:[1]", f"p{i}:[1,2]", f"p{i}:[1,2,3]"):
+            texts.append(_call(",".join(sorted([body, all_r], key=str.lower))))
+    _agree(exports, tools, texts + [_call(all_r)])
+    assert _parser_accepts(_call(f"i0:[],{all_r}"), tools)  # the agreement above includes acceptance
 
 
 # --- a schema no value satisfies ---------------------------------------------------------------------

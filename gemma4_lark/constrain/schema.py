@@ -695,17 +695,32 @@ class _ToolCompiler:
         items = schema.get("items", True)
         if isinstance(items, list):  # draft 4's tuple form
             head_schemas, items = items, schema.get("additionalItems", True)
-        head = [self.as_rule(self.value(s, f"{where}.prefixItems[{i}]")) for i, s in enumerate(head_schemas)]
-        tail = None if items is False else self.as_rule(self.value(items, where + ".items"))
         low, high = schema.get("minItems", 0), schema.get("maxItems")
         low = low if isinstance(low, int) and 0 <= low <= MAX_ENFORCED_ITEMS else 0
         high = high if isinstance(high, int) and 0 <= high <= MAX_ENFORCED_ITEMS else None
         if high is not None and high < low:
             raise self.no_value(where, f"maxItems {high} is below minItems {low}")
+        if high is not None and len(head_schemas) > high:
+            # the positions past maxItems are never written, whatever their schemas say
+            head_schemas, items = head_schemas[:high], False
+        head: list = []
+        why_short = ""
+        for i, position in enumerate(head_schemas):
+            try:
+                head.append(self.as_rule(self.value(position, f"{where}.prefixItems[{i}]")))
+            except _NoValue as error:  # no value at position i: the array ends before it
+                head_schemas, items, why_short = head_schemas[:i], False, f" ({error})"
+                break
+        tail = None
+        if items is not False:
+            try:
+                tail = self.as_rule(self.value(items, where + ".items"))
+            except _NoValue as error:  # no item has a value: the array ends after its positions
+                why_short = f" ({error})"
         if tail is None:
             high = len(head) if high is None else min(high, len(head))
         if high is not None and high < low:
-            raise self.no_value(where, f"minItems {low} is more items than the schema allows")
+            raise self.no_value(where, f"minItems {low} is more items than the schema allows{why_short}")
         name = self.new_rule("array")
         m = len(head)
         # the items as one non-empty sequence, built from the last: item i is optional from
