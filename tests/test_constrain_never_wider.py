@@ -94,6 +94,26 @@ def test_positions_past_max_items_are_never_written():
     assert not_enforced(read_tools(tools)) == []
 
 
+# --- a declared key no value satisfies, beside additional members -------------------------------
+# Before: `a: false` (or a schema no value satisfies) beside `additionalProperties: true` or a schema
+# was taken as an additional member `a:1`; validation holds `a` to its own schema and refuses it.
+_NO_VALUE_PROPERTIES = {"a": False, "b": {"type": "integer", "const": "a"}, "c": {"$ref": "#/$defs/none"},
+                        "d": {"allOf": [{"enum": [1]}, {"enum": [2]}]}, "e": {"type": "array", "minItems": 2, "maxItems": 1}}
+
+
+# And `additionalProperties` no value satisfies is no additional member at all (it refused the tool).
+@pytest.mark.parametrize("extra", [True, {}, {"type": "integer"}, {"type": "integer", "const": "a"}])
+def test_a_key_with_no_value_is_no_additional_member(extra):
+    tools = _tools({"type": "object", "properties": {**_NO_VALUE_PROPERTIES, "n": {"type": "integer"}},
+                    "additionalProperties": extra, "$defs": NO_VALUE_DEFS})
+    exports = Exports(tools)
+    _agree(exports, tools, [_call(f"{key}:1") for key in _NO_VALUE_PROPERTIES]
+           + [_call("n:1"), _call("zz:1"), _call("n:1,a:1"), _call("zz:1,n:1"), _call("a:1,n:1")])
+    # the only declared key has no value: the object is still no free map
+    alone = _tools({"type": "object", "properties": {"a": False}, "additionalProperties": extra})
+    _agree(Exports(alone), alone, [_call("a:1"), _call("b:1"), _call("")])
+
+
 # --- merged enums of nested values ---------------------------------------------------------------
 # Before: `allOf[{enum:[{a:true}]},{enum:[{a:1}]}]` kept `{a:true}`: nested, True was 1.
 # a value's look-alikes: each leaf maybe swapped for one Python finds equal (True and 1, 0 and 0.0)

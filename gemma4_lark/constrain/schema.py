@@ -807,9 +807,14 @@ class _ToolCompiler:
             extra = False if "properties" in schema else True
         extra_member = None
         if extra is not False:
-            if members:
-                # bare keys other than the declared ones (a quoted key could spell a declared one)
-                bare = [k for k, _, _ in members if key_bare_if_possible(k) == k]
+            noted = len(self.notes)
+            if properties:
+                # bare keys other than the declared ones (a quoted key could spell a declared one);
+                # every declared one, also one with no value: validation holds it to its own
+                # schema, never to `additionalProperties`
+                written = {k: None for k, _, _ in members}
+                declared = [*written, *(k for k in properties if k not in written)]
+                bare = [k for k in declared if key_bare_if_possible(k) == k]
                 for k in bare:
                     if len(k) > MAX_EXCLUDED_KEY_CHARS:
                         self.leave(f"{where}.properties.{k[:16]}...", f"a key of more than {MAX_EXCLUDED_KEY_CHARS} characters:"
@@ -817,7 +822,10 @@ class _ToolCompiler:
                 key: ir.Expr = ir.Ref(self.bare_key_except([k for k in bare if len(k) <= MAX_EXCLUDED_KEY_CHARS]))
             else:  # a map: any key, bare or quoted, as the format writes it
                 key = ir.choice(ir.Ref("tool_key"), ir.Ref("tool_string"))
-            extra_member = ir.seq(key, p.colon, self.as_rule(self.value(extra, where + ".additionalProperties")))
+            try:
+                extra_member = ir.seq(key, p.colon, self.as_rule(self.value(extra, where + ".additionalProperties")))
+            except _NoValue:  # no value satisfies it: no additional member, and nothing to note
+                del self.notes[noted:]
         name = self.new_rule("object")
         self.places[name] = where
         body = self.members(name, members, extra_member)
