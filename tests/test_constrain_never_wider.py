@@ -114,6 +114,35 @@ def test_a_key_with_no_value_is_no_additional_member(extra):
     _agree(Exports(alone), alone, [_call("a:1"), _call("b:1"), _call("")])
 
 
+# --- allOf of open objects ---------------------------------------------------------------------------
+# Before: two objects that both said `additionalProperties: true` were merged closed.
+_EXTRAS = {"true": True, "empty": {}, "absent": None, "false": False, "integer": {"type": "integer"}}
+
+
+def _open_part(key, extra):
+    part = {"type": "object", "properties": {key: {"type": "integer"}}}
+    if extra is not None:
+        part["additionalProperties"] = extra
+    return part
+
+
+def test_all_of_open_objects_stays_open():
+    pairs = [(a, b) for a in _EXTRAS for b in _EXTRAS]
+    tools = _tools({"type": "object", "properties": {
+        f"{a}_{b}": {"allOf": [_open_part("a", _EXTRAS[a]), _open_part("b", _EXTRAS[b])]} for a, b in pairs}})
+    exports = Exports(tools)
+    for a, b in pairs:
+        for members in ("a:1,b:2", "a:1,b:2,c:3", f"a:1,c:{D}x{D}", "c:3"):
+            text = _call(f"{a}_{b}:{{{members}}}")
+            accepted, want = exports.accepting(text), _parser_accepts(text, tools)
+            assert not any(accepted.values()) or want, (text, accepted)  # never wider
+            # and as wide as the schema says, where a side says so and none closes it (both absent:
+            # `additionalProperties` absent beside `properties` is false, docs/constrained-decoding.md)
+            explicit = (a, b) != ("absent", "absent")
+            if want and explicit:
+                assert all(accepted.values()), (text, accepted)
+
+
 # --- merged enums of nested values ---------------------------------------------------------------
 # Before: `allOf[{enum:[{a:true}]},{enum:[{a:1}]}]` kept `{a:true}`: nested, True was 1.
 # a value's look-alikes: each leaf maybe swapped for one Python finds equal (True and 1, 0 and 0.0)

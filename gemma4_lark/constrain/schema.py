@@ -597,6 +597,11 @@ class _ToolCompiler:
             out["additionalProperties"] = False
         elif extras:
             out["additionalProperties"] = extras[0] if len(extras) == 1 else {"allOf": extras}
+        elif any(side.get("additionalProperties", False) is True or side.get("additionalProperties") == {}
+                 for side in (base, part)):
+            # open where one of them says so and none closes it: a missing one defers to it, as
+            # it defers to a schema above (absent on both: absent, read as `object` reads it)
+            out["additionalProperties"] = True
         else:
             out.pop("additionalProperties", None)
         refused = [k for k in out.get("required", ()) if k not in properties and out.get("additionalProperties", True) is False
