@@ -72,6 +72,46 @@ def _agree(exports, tools, texts):
         assert exports.accepting(text) == dict.fromkeys(("llguidance", "gbnf", "lark"), want), (text, want)
 
 
+# --- the property -----------------------------------------------------------------------------------
+COUNTS = {"examples": 0, "refused": 0, "walks": 0, "checked": 0, "excused": 0}
+
+
+@SETTINGS
+@given(edge_tools(), st.integers(0, 2**32))
+def test_what_a_typed_export_accepts_the_strict_parser_accepts(tools, seed):
+    parsed = read_tools(tools)
+    try:
+        grammar = constrain.grammar("llguidance", tools=tools)
+    except SchemaError as error:
+        # no call satisfies the schema: the message says where and why, never "None"
+        COUNTS["refused"] += 1
+        assert "tool 't': parameters" in str(error) and not str(error).endswith("None"), error
+        return
+    COUNTS["examples"] += 1
+    excuses = not_enforced(parsed)
+    matcher = Matcher(grammar)
+    rng = random.Random(seed)
+    for _ in range(4):
+        text = matcher.random_walk(rng)
+        if text is None:
+            continue
+        COUNTS["walks"] += 1
+        if excuses:
+            COUNTS["excused"] += 1
+            continue
+        COUNTS["checked"] += 1
+        out = parse_output(text, tools=tools, strict=True)
+        assert out.calls and not out.errors, (text, [e.error for e in out.errors], tools[0]["function"]["parameters"])
+
+
+def test_the_property_ran_on_enough_examples():
+    # hypothesis runs the property above first in this module; this records what it saw
+    if COUNTS["examples"] == 0:
+        pytest.skip("run with the property above")
+    print(f"\nnever wider: {COUNTS}")
+    assert COUNTS["checked"] >= EXAMPLES  # most walks are checked: the strategy stays enforced whole
+
+
 # --- positions past maxItems ---------------------------------------------------------------------
 # Before: `prefixItems` of 3 with `maxItems: 1` took `[1,2,3]` in every export; the parser refuses it.
 _TUPLES = {f"p{m}_{high}_{low}_{int(tail)}": {"type": "array", "prefixItems": [{"type": "integer"}] * m,
