@@ -291,3 +291,19 @@ def test_the_message_names_the_const_and_the_type():
     tools[0]["function"]["parameters"]["required"] = ["y"]
     with pytest.raises(SchemaError, match=r"properties.y.enum: no value of the enum is of the type 'string'$"):
         constrain.grammar("llguidance", tools=tools)
+
+
+# --- an enum or const beside other keywords ---------------------------------------------------------
+# Found by the property above: merging `allOf` puts an enum beside `minItems` (an additional property
+# `c: {enum: [[]]}` of one object, `{minItems: 3, ...}` of the other); the export took `[]`, which
+# validation refuses. The values are now checked against the keywords beside them.
+def test_an_enum_beside_other_keywords_keeps_the_values_they_allow():
+    tools = _tools({"type": "object", "properties": {
+        "e": {"enum": [[], [1, 2, 3]], "minItems": 2},
+        "k": {"const": {"a": 1}, "required": ["b"]},
+        "o": {"enum": [{"a": 1}, {"a": 1, "b": 2}], "properties": {"b": {"type": "integer"}}, "additionalProperties": False},
+        "m": {"allOf": [{"type": "object", "additionalProperties": {"type": "array", "minItems": 3}},
+                        {"type": "object", "properties": {"c": {"enum": [[], [1, 2, 3]]}}, "additionalProperties": True}]}}})
+    _agree(Exports(tools), tools, [_call(body) for body in (
+        "e:[]", "e:[1,2,3]", "k:{a:1}", "o:{a:1}", "o:{a:1,b:2}", "m:{c:[]}", "m:{c:[1,2,3]}", "m:{}")])
+    assert not_enforced(read_tools(tools)) == []

@@ -33,6 +33,7 @@ them.
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -418,13 +419,46 @@ class _ToolCompiler:
             return self.combined(schema, where)
         if "const" in schema:
             const = schema["const"]
-            return self.literal_values(self.of_types(schema, [const], where, f"the const {_brief(const)} is not"), where)
+            kept = self.of_types(schema, [const], where, f"the const {_brief(const)} is not")
+            return self.literal_values(self.held_beside(schema, kept, where, "not even the const"), where)
         if "enum" in schema:
             values = schema["enum"]
             if not isinstance(values, list) or not values:
                 raise self.error(where + ".enum", "an enum is a non-empty list")
-            return self.literal_values(self.of_types(schema, values, where + ".enum", "no value of the enum is"), where + ".enum")
+            kept = self.of_types(schema, values, where + ".enum", "no value of the enum is")
+            return self.literal_values(self.held_beside(schema, kept, where + ".enum", "no value of the enum"), where + ".enum")
         return self.typed(schema, where)
+
+    def held_beside(self, schema: Mapping, values: list, where: str, what: str) -> list:
+        """The values of an `enum` or `const` that the other keywords beside it allow too
+        (`minItems`, `required`, `properties`... as merging an `allOf` puts them there): each
+        value checked by the validator the parser uses, against those keywords. A schema beside
+        it that refers elsewhere (`$ref`) is left to validation, and `not_enforced` says so."""
+        beside = {k: v for k, v in schema.items() if k not in ("enum", "const", "type") and k not in _ANNOTATIONS}
+        if not beside:
+            return values  # the usual case: nothing but the values and their type
+        if "$ref" in json.dumps(beside, default=str):
+            self.leave(where, "keywords beside it that refer elsewhere: the rules take its values")
+            return values
+        if "$schema" in self.root:
+            beside["$schema"] = self.root["$schema"]
+        import jsonschema_rs  # (a dependency, imported where it is needed: reading a grammar does not)
+
+        try:
+            validator = jsonschema_rs.validator_for(beside)
+        except Exception:  # noqa: BLE001 - jsonschema-rs raises its own types; the parser refuses such a schema
+            self.leave(where, "keywords beside it the validator cannot read: the rules take its values")
+            return values
+        kept = []
+        for value in values:
+            try:
+                if validator.is_valid(value):
+                    kept.append(value)
+            except (TypeError, ValueError, OverflowError):
+                pass  # (a value the validator cannot take, NaN: no text in the format either)
+        if not kept:
+            raise self.no_value(where, f"{what} holds to the keywords beside it")
+        return kept
 
     def of_types(self, schema: Mapping, values: list, where: str, what: str) -> list:
         """The values of an `enum` or `const` that the `type` beside it allows; none is a schema no
