@@ -158,3 +158,82 @@ def _distinct_case(tools):
             return all(walk(v) for v in node)
         return True
     return walk(tools)
+
+
+# --- schemas at the edges of what a value can be (issue 30, section 4) ------------------------
+# What an export may get wrong by being wider than the parser: positions past `maxItems`, items or
+# properties no value satisfies, `false` beside open objects, `allOf` of open objects, enums of
+# nested values merged (True is not 1 inside them either), a `type` that filters out a `const`.
+
+nested_json = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.sampled_from([0, 1, 1.0, -2, 2.5]), st.sampled_from(["a", "b", "1", "true"])),
+    lambda c: st.lists(c, max_size=2) | st.dictionaries(st.sampled_from(["a", "b"]), c, max_size=2),
+    max_leaves=4)
+
+# schemas no value satisfies, each a different way
+NO_VALUE_SCHEMAS = [
+    False,
+    {"type": "integer", "const": "a"},
+    {"type": "string", "enum": [1, None, True]},
+    {"allOf": [{"enum": [{"a": True}]}, {"enum": [{"a": 1}]}]},
+    {"allOf": [{"type": "string"}, {"type": "integer"}]},
+    {"type": "array", "minItems": 3, "maxItems": 1},
+    {"type": "array", "items": False, "minItems": 1},
+    {"type": "object", "properties": {"k": False}, "required": ["k"]},
+    {"anyOf": [False, {"type": "null", "const": 0}]},
+    {"$ref": "#/$defs/none"},
+]
+no_value_schemas = st.sampled_from(NO_VALUE_SCHEMAS)
+NO_VALUE_DEFS = {"none": {"type": "boolean", "enum": [0, 1]}}
+
+edge_leaves = st.one_of(
+    st.sampled_from([{"type": t} for t in ("string", "integer", "number", "boolean", "null")]),
+    st.just({}),
+    no_value_schemas,
+    st.lists(nested_json, min_size=1, max_size=3).map(lambda v: {"enum": v}),
+    nested_json.map(lambda v: {"const": v}),
+    st.builds(lambda kind, v: {"type": kind, "const": v}, st.sampled_from(["integer", "string", "boolean", "object"]),
+              nested_json),
+)
+
+_extra = st.one_of(st.sampled_from(["absent", True, False, {}]), no_value_schemas)
+
+
+def _edge_compound(children):
+    return st.one_of(
+        # a tuple: positions, then items (or none), and bounds that may cut the positions short
+        st.builds(lambda head, tail, low, high: {"type": "array", "prefixItems": head, **tail, **low, **high},
+                  st.lists(children, min_size=1, max_size=4),
+                  st.one_of(st.just({}), st.just({"items": False}), children.map(lambda s: {"items": s})),
+                  st.sampled_from([{}, {"minItems": 1}, {"minItems": 2}]),
+                  st.sampled_from([{}, {"maxItems": 0}, {"maxItems": 1}, {"maxItems": 2}, {"maxItems": 3}])),
+        st.builds(lambda items, low, high: {"type": "array", "items": items, **low, **high}, children,
+                  st.sampled_from([{}, {"minItems": 1}]), st.sampled_from([{}, {"maxItems": 0}, {"maxItems": 2}])),
+        st.builds(_object, st.dictionaries(st.sampled_from(["a", "b", "c", "ab"]), children, max_size=3),
+                  st.lists(st.booleans(), min_size=4, max_size=4), _extra),
+        # two objects that both hold: their keys, and whether either takes others
+        st.builds(lambda a, b: {"allOf": [a, b]},
+                  st.builds(_object, st.dictionaries(st.sampled_from(["a", "b"]), children, max_size=2),
+                            st.lists(st.booleans(), min_size=4, max_size=4), _extra),
+                  st.builds(_object, st.dictionaries(st.sampled_from(["b", "c"]), children, max_size=2),
+                            st.lists(st.booleans(), min_size=4, max_size=4), _extra)),
+        st.builds(lambda a, b: {"allOf": [{"enum": a}, {"enum": b}]},
+                  st.lists(nested_json, min_size=1, max_size=3), st.lists(nested_json, min_size=1, max_size=3)),
+        st.lists(children, min_size=2, max_size=3).map(lambda options: {"anyOf": options}),
+    )
+
+
+edge_schemas = st.recursive(edge_leaves, _edge_compound, max_leaves=6)
+
+
+@st.composite
+def edge_tools(draw):
+    """One tool whose parameters hold edge schemas, with the definition `#/$defs/none` (no value)
+    that `no_value_schemas` may refer to."""
+    props = draw(st.dictionaries(st.sampled_from(["a", "b", "c", "ab", "zz"]), edge_schemas, max_size=3))
+    parameters = {"type": "object", "properties": props, "required": [k for k in props if draw(st.booleans())],
+                  "$defs": dict(NO_VALUE_DEFS)}
+    extra = draw(_extra)
+    if extra != "absent":
+        parameters["additionalProperties"] = extra
+    return [{"type": "function", "function": {"name": "t", "parameters": parameters}}]

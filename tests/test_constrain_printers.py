@@ -405,3 +405,21 @@ def test_a_rule_unfolded_beside_its_siblings_unfolds_the_lexemes_that_hold_it():
     assert "th_member" not in folded and "pair" not in folded
     matcher = Matcher(dialects.to_llguidance(grammar))
     assert matcher.accepts("[,th:1;]") and matcher.accepts("{a:1,th:1}") and not matcher.accepts("[,th:2;]")
+
+
+def test_the_lark_export_of_tools_loads_in_python_lark():
+    """A string's content may be empty: folded into a terminal, it matched "" and Python Lark's
+    Earley lexers refused the whole export ("zero-width regexps"). It stays a rule there, its text
+    an optional lexeme; the format's own exports have no such rule and do not change."""
+    from constrain_helpers import lark_parser
+
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"s": {"type": "string"}, "n": {"type": "integer"}}}}}]
+    parser = lark_parser(constrain.grammar("lark", tools=tools))
+    for body in ('s:<|"|><|"|>', 's:<|"|>a b<|"|>', "n:1", 'n:1,s:<|"|>x<|"|>', ""):
+        parser.parse("<|tool_call>call:f{" + body + "}<tool_call|>")
+    for body in ("s:1", 's:<|"|>x<|"|>,n:1', "m:1"):
+        with pytest.raises(Exception):  # noqa: B017 - Lark's several refusals
+            parser.parse("<|tool_call>call:f{" + body + "}<tool_call|>")
+    assert "TOOL_STRING_CONTENT" not in constrain.grammar("lark", tools=tools)
+    assert "TOOL_STRING_CONTENT" in constrain.grammar("llguidance", tools=tools)

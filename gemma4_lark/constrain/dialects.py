@@ -825,11 +825,13 @@ class _LarkPrinter:
     repetition, and how an empty match is written."""
 
     def __init__(self, grammar: Grammar, *, special: Callable[[str], str], bounded: Callable[[str, int, int | None], str],
-                 greedy: bool = False):
+                 greedy: bool = False, empty_terminals: bool = True):
         self.grammar = grammar
         self.special = special
         self.bounded = bounded
         self.regular = regular_rules(grammar)
+        if not empty_terminals:  # Python Lark's Earley lexers refuse a terminal that matches ""
+            self.regular = _without_empty(grammar, self.regular)
         self.split: frozenset[str] = frozenset()
         if greedy:  # the engine's lexer is greedy: only the lexemes it cannot misread
             self.regular, self.split = greedy_safe(grammar, self.regular)
@@ -902,7 +904,48 @@ def to_llguidance(grammar: Grammar) -> str:
 
 
 def to_lark(grammar: Grammar) -> str:
-    return _LarkPrinter(grammar, special=quote, bounded=_tilde).text("")
+    return _LarkPrinter(grammar, special=quote, bounded=_tilde, empty_terminals=False).text("")
+
+
+def _without_empty(grammar: Grammar, regular: frozenset[str]) -> frozenset[str]:
+    """`regular` without the rules that match the empty string (a string's content may be empty)
+    and the rules that refer to them: those stay rules, whose optional pieces the printer writes
+    `/.../?`. Linear: each rule looked at again only when a rule it refers to turns out nullable,
+    then each demotion passed to the rules that refer to it once."""
+    users: dict[str, list[str]] = {}
+    for name, body in grammar.rules.items():
+        for target in set(refs(body)):
+            users.setdefault(target, []).append(name)
+    nullable: set[str] = set()
+    pending = list(grammar.rules)
+    while pending:
+        name = pending.pop()
+        if name not in nullable and _matches_empty(grammar.rules[name], nullable):
+            nullable.add(name)
+            pending.extend(users.get(name, ()))
+    demoted = set()
+    pending = [name for name in nullable if name in regular]
+    while pending:
+        name = pending.pop()
+        if name in demoted:
+            continue
+        demoted.add(name)
+        pending.extend(u for u in users.get(name, ()) if u in regular)
+    return regular - demoted
+
+
+def _matches_empty(e: Expr, nullable: set[str]) -> bool:
+    if isinstance(e, Literal):
+        return e.text == ""
+    if isinstance(e, (Special, CharClass)):
+        return False
+    if isinstance(e, Ref):
+        return e.name in nullable
+    if isinstance(e, Seq):
+        return all(_matches_empty(i, nullable) for i in e.items)
+    if isinstance(e, Choice):
+        return any(_matches_empty(o, nullable) for o in e.options)
+    return e.min == 0 or _matches_empty(e.item, nullable)
 
 
 # --- the BNF family (gbnf, xgrammar) -----------------------------------------------------------------

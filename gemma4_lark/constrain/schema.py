@@ -33,6 +33,7 @@ them.
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -263,12 +264,31 @@ def _json_kind(value: Any) -> str:
 
 
 def _same(a: Any, b: Any) -> bool:
-    """JSON equality at the top (True is not 1; 1 is 1.0)."""
-    numbers = ("integer", "number")
-    ka, kb = _json_kind(a), _json_kind(b)
-    if ka != kb and not (ka in numbers and kb in numbers):
-        return False
-    return a == b
+    """JSON equality, as validation compares an enum's values: at every level True is not 1, and
+    1 is 1.0; objects equal whatever their keys' order. Iterative (a value may nest deeply)."""
+    pending = [(a, b)]
+    while pending:
+        x, y = pending.pop()
+        kx, ky = _json_kind(x), _json_kind(y)
+        if kx in _NUMBER_KINDS and ky in _NUMBER_KINDS:
+            if x != y:
+                return False
+        elif kx != ky:
+            return False
+        elif kx == "array":
+            if len(x) != len(y):
+                return False
+            pending.extend(zip(x, y))
+        elif kx == "object":
+            if x.keys() != y.keys():
+                return False
+            pending.extend((x[k], y[k]) for k in x)
+        elif x != y:
+            return False
+    return True
+
+
+_NUMBER_KINDS = ("integer", "number")
 
 
 def _shared(mine: list, theirs: list) -> list:
@@ -286,26 +306,35 @@ def _shared(mine: list, theirs: list) -> list:
 
 
 def _same_key(value: Any):
-    """A hashable form of `value` equal for the values `_same` finds equal: its JSON kind at the
-    top (numbers one kind), then Python's `==` within (1 is 1.0, and nested True is 1); None for
-    a value holding a NaN (never equal, and a set would find it by identity) or nested past
+    """A hashable form of `value` equal for the values `_same` finds equal: each value tagged with
+    its JSON kind at every level (numbers one kind, so 1 is 1.0; True is no number); None for a
+    value holding a NaN (never equal, and a set would find it by identity) or nested past
     Python's recursion limit."""
-    kind = _json_kind(value)
     try:
-        return ("number" if kind in ("integer", "number") else kind, _hashable(value))
+        return _hashable(value)
     except (TypeError, ValueError, RecursionError):
         return None
 
 
 def _hashable(value: Any):
-    if isinstance(value, float) and value != value:
-        raise ValueError("NaN")
+    if isinstance(value, bool):
+        return ("boolean", value)
+    if isinstance(value, (int, float)):
+        if value != value:
+            raise ValueError("NaN")
+        return ("number", value)
     if isinstance(value, list):
         return ("list", tuple(_hashable(v) for v in value))
     if isinstance(value, Mapping):
         return ("object", frozenset((k, _hashable(v)) for k, v in value.items()))
     hash(value)  # (anything else unhashable: TypeError, and the caller compares instead)
-    return value
+    return (_json_kind(value), value)
+
+
+def _brief(value: Any) -> str:
+    """A value for a message: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _size(schema: Any, most: int) -> int:
@@ -338,10 +367,16 @@ class _ToolCompiler:
         self.places: dict[str, str] = {}  # rule name -> the place in the schema it is made for
         self.notes: list[str] = []  # what the rules leave to validation, beyond `_UNENFORCED`
         self.merging: set[str] = set()  # the `$ref`s being merged (`intersect`)
+        self.no_values: dict[str, _NoValue] = {}  # the `$ref`s whose schemas no value satisfies
         self.root = normal.normalize(tool.parameters)
 
     def error(self, where: str, message: str) -> SchemaError:
         return SchemaError(f"tool {self.tool.name!r}: {where}: {message}")
+
+    def no_value(self, where: str, message: str) -> _NoValue:
+        """The error for a schema no value satisfies: where it is optional (a property, a union's
+        option, an array's items) the caller leaves it out."""
+        return _NoValue(f"tool {self.tool.name!r}: {where}: {message}")
 
     def new_rule(self, kind: str) -> str:
         self.count += 1
@@ -375,7 +410,7 @@ class _ToolCompiler:
         if schema is True or _is_any(schema):
             return ir.Ref("tool_any")
         if schema is False:
-            raise self.error(where, "the schema `false` admits no value")
+            raise self.no_value(where, "the schema `false` admits no value")
         if not isinstance(schema, Mapping):
             raise self.error(where, f"a schema is an object or a boolean, not {type(schema).__name__}")
         if "$ref" in schema:  # normalized: no sibling but annotations (docs/schema.md)
@@ -383,19 +418,58 @@ class _ToolCompiler:
         if any(k in schema for k in _COMBINATORS):
             return self.combined(schema, where)
         if "const" in schema:
-            return self.literal_values(self.of_types(schema, [schema["const"]]), where)
+            const = schema["const"]
+            kept = self.of_types(schema, [const], where, f"the const {_brief(const)} is not")
+            return self.literal_values(self.held_beside(schema, kept, where, "not even the const"), where)
         if "enum" in schema:
             values = schema["enum"]
             if not isinstance(values, list) or not values:
                 raise self.error(where + ".enum", "an enum is a non-empty list")
-            return self.literal_values(self.of_types(schema, values), where + ".enum")
+            kept = self.of_types(schema, values, where + ".enum", "no value of the enum is")
+            return self.literal_values(self.held_beside(schema, kept, where + ".enum", "no value of the enum"), where + ".enum")
         return self.typed(schema, where)
 
-    def of_types(self, schema: Mapping, values: list) -> list:
-        """The values of an `enum` or `const` that the `type` beside it allows."""
+    def held_beside(self, schema: Mapping, values: list, where: str, what: str) -> list:
+        """The values of an `enum` or `const` that the other keywords beside it allow too
+        (`minItems`, `required`, `properties`... as merging an `allOf` puts them there): each
+        value checked by the validator the parser uses, against those keywords. A schema beside
+        it that refers elsewhere (`$ref`) is left to validation, and `not_enforced` says so."""
+        beside = {k: v for k, v in schema.items() if k not in ("enum", "const", "type") and k not in _ANNOTATIONS}
+        if not beside:
+            return values  # the usual case: nothing but the values and their type
+        if "$ref" in json.dumps(beside, default=str):
+            self.leave(where, "keywords beside it that refer elsewhere: the rules take its values")
+            return values
+        if "$schema" in self.root:
+            beside["$schema"] = self.root["$schema"]
+        import jsonschema_rs  # (a dependency, imported where it is needed: reading a grammar does not)
+
+        try:
+            validator = jsonschema_rs.validator_for(beside)
+        except Exception:  # noqa: BLE001 - jsonschema-rs raises its own types; the parser refuses such a schema
+            self.leave(where, "keywords beside it the validator cannot read: the rules take its values")
+            return values
+        kept = []
+        for value in values:
+            try:
+                if validator.is_valid(value):
+                    kept.append(value)
+            except (TypeError, ValueError, OverflowError):
+                pass  # (a value the validator cannot take, NaN: no text in the format either)
+        if not kept:
+            raise self.no_value(where, f"{what} holds to the keywords beside it")
+        return kept
+
+    def of_types(self, schema: Mapping, values: list, where: str, what: str) -> list:
+        """The values of an `enum` or `const` that the `type` beside it allows; none is a schema no
+        value satisfies (`what`: the message's subject, "... of the type 'integer'")."""
         kinds = _type_set(schema)
-        return values if kinds is None else [v for v in values if _json_kind(v) in kinds
-                                             or _json_kind(v) == "integer" and "number" in kinds]
+        if kinds is None:
+            return values
+        kept = [v for v in values if _json_kind(v) in kinds or _json_kind(v) == "integer" and "number" in kinds]
+        if not kept:
+            raise self.no_value(where, f"{what} of the type {schema['type']!r}")
+        return kept
 
     def combined(self, schema: Mapping, where: str) -> ir.Expr:
         """`anyOf`, `oneOf`, `allOf` and the keywords beside them, which all hold (an
@@ -471,7 +545,7 @@ class _ToolCompiler:
         if part is True or part == {}:
             return dict(base)
         if part is False:
-            raise self.error(where, "the schema `false` admits no value")
+            raise self.no_value(where, "the schema `false` admits no value")
         if not isinstance(part, Mapping):
             raise self.error(where, f"a schema is an object or a boolean, not {type(part).__name__}")
         if "$ref" in part:
@@ -557,6 +631,11 @@ class _ToolCompiler:
             out["additionalProperties"] = False
         elif extras:
             out["additionalProperties"] = extras[0] if len(extras) == 1 else {"allOf": extras}
+        elif any(side.get("additionalProperties", False) is True or side.get("additionalProperties") == {}
+                 for side in (base, part)):
+            # open where one of them says so and none closes it: a missing one defers to it, as
+            # it defers to a schema above (absent on both: absent, read as `object` reads it)
+            out["additionalProperties"] = True
         else:
             out.pop("additionalProperties", None)
         refused = [k for k in out.get("required", ()) if k not in properties and out.get("additionalProperties", True) is False
@@ -630,13 +709,22 @@ class _ToolCompiler:
         return node
 
     def ref(self, target: Any, where: str) -> ir.Expr:
+        if target in self.no_values:
+            raise self.no_values[target]
         if target not in self.refs:
             node = self.resolve(target, where)
             name = self.refs[target] = self.new_rule("def")
             self.places[name] = target
             # the rule exists before its body is built: a schema that refers to itself recurses
             self.rules[name] = ir.Seq(())
-            self.rules[name] = self.value(node, target)
+            try:
+                self.rules[name] = self.value(node, target)
+            except _NoValue as error:
+                # every later use is refused too, and a use made while it was built derives
+                # nothing (a rule that is only itself): pruned, never the empty placeholder
+                self.no_values[target] = error
+                self.rules[name] = ir.Ref(name)
+                raise
         return ir.Ref(self.refs[target])
 
     # --- arrays -----------------------------------------------------------------------------
@@ -646,17 +734,32 @@ class _ToolCompiler:
         items = schema.get("items", True)
         if isinstance(items, list):  # draft 4's tuple form
             head_schemas, items = items, schema.get("additionalItems", True)
-        head = [self.as_rule(self.value(s, f"{where}.prefixItems[{i}]")) for i, s in enumerate(head_schemas)]
-        tail = None if items is False else self.as_rule(self.value(items, where + ".items"))
         low, high = schema.get("minItems", 0), schema.get("maxItems")
         low = low if isinstance(low, int) and 0 <= low <= MAX_ENFORCED_ITEMS else 0
         high = high if isinstance(high, int) and 0 <= high <= MAX_ENFORCED_ITEMS else None
         if high is not None and high < low:
-            raise self.error(where, f"maxItems {high} is below minItems {low}")
+            raise self.no_value(where, f"maxItems {high} is below minItems {low}")
+        if high is not None and len(head_schemas) > high:
+            # the positions past maxItems are never written, whatever their schemas say
+            head_schemas, items = head_schemas[:high], False
+        head: list = []
+        why_short = ""
+        for i, position in enumerate(head_schemas):
+            try:
+                head.append(self.as_rule(self.value(position, f"{where}.prefixItems[{i}]")))
+            except _NoValue as error:  # no value at position i: the array ends before it
+                head_schemas, items, why_short = head_schemas[:i], False, f" ({error})"
+                break
+        tail = None
+        if items is not False:
+            try:
+                tail = self.as_rule(self.value(items, where + ".items"))
+            except _NoValue as error:  # no item has a value: the array ends after its positions
+                why_short = f" ({error})"
         if tail is None:
             high = len(head) if high is None else min(high, len(head))
         if high is not None and high < low:
-            raise self.error(where, f"minItems {low} is more items than the schema allows")
+            raise self.no_value(where, f"minItems {low} is more items than the schema allows{why_short}")
         name = self.new_rule("array")
         m = len(head)
         # the items as one non-empty sequence, built from the last: item i is optional from
@@ -721,7 +824,7 @@ class _ToolCompiler:
         for key, sub in properties.items():
             if sub is False:
                 if key in required:
-                    raise self.error(f"{where}.properties.{key}", "is required, but its schema is `false`")
+                    raise self.no_value(f"{where}.properties.{key}", "is required, but its schema is `false`")
                 continue
             try:
                 _WRITER.write({key: None}, where)  # refuses a key the format cannot write safely
@@ -743,9 +846,14 @@ class _ToolCompiler:
             extra = False if "properties" in schema else True
         extra_member = None
         if extra is not False:
-            if members:
-                # bare keys other than the declared ones (a quoted key could spell a declared one)
-                bare = [k for k, _, _ in members if key_bare_if_possible(k) == k]
+            noted = len(self.notes)
+            if properties:
+                # bare keys other than the declared ones (a quoted key could spell a declared one);
+                # every declared one, also one with no value: validation holds it to its own
+                # schema, never to `additionalProperties`
+                written = {k: None for k, _, _ in members}
+                declared = [*written, *(k for k in properties if k not in written)]
+                bare = [k for k in declared if key_bare_if_possible(k) == k]
                 for k in bare:
                     if len(k) > MAX_EXCLUDED_KEY_CHARS:
                         self.leave(f"{where}.properties.{k[:16]}...", f"a key of more than {MAX_EXCLUDED_KEY_CHARS} characters:"
@@ -753,7 +861,10 @@ class _ToolCompiler:
                 key: ir.Expr = ir.Ref(self.bare_key_except([k for k in bare if len(k) <= MAX_EXCLUDED_KEY_CHARS]))
             else:  # a map: any key, bare or quoted, as the format writes it
                 key = ir.choice(ir.Ref("tool_key"), ir.Ref("tool_string"))
-            extra_member = ir.seq(key, p.colon, self.as_rule(self.value(extra, where + ".additionalProperties")))
+            try:
+                extra_member = ir.seq(key, p.colon, self.as_rule(self.value(extra, where + ".additionalProperties")))
+            except _NoValue:  # no value satisfies it: no additional member, and nothing to note
+                del self.notes[noted:]
         name = self.new_rule("object")
         self.places[name] = where
         body = self.members(name, members, extra_member)
