@@ -12,17 +12,17 @@ kept at all once its deltas are out (`ThinkingEnd` carries no text).
 
 from __future__ import annotations
 
-import functools
 
 from gemma4_lark import tokens
 from gemma4_lark.grammar import whitespace
 from gemma4_lark.blocks import BlockCall, BlockPolicy, decide_block
 from gemma4_lark.events import (
-    Stop, StrayMarkup, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
+    StrayMarkup, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
 )
 from gemma4_lark.textmarkers import spelled_markers
 
 from . import _block_jump, _states as S
+from ._actions import WIDTH, compiled
 from ._bare import bare_head, scan_bare
 from ._markers import match
 from ._block import MAX_HEAD, OpenBlock, call_name
@@ -46,7 +46,7 @@ class StreamMachine:
         self.limit = policy.max_block_chars
         self.table = table
         self.scan_table = table.scan
-        self.rows = _compiled(table)
+        self.rows = compiled(table)
         self.new_id = new_id
         self.block_rest = _block_jump.block_rest(policy.strict) if block_jump else None
         self.marks = marks
@@ -206,7 +206,7 @@ class StreamMachine:
         self.state = target
         if reread:
             return j
-        return j + _WIDTH.get(marker, len(marker))
+        return j + WIDTH.get(marker, len(marker))
 
     def jump(self, data: str, i: int, base: int, events: list) -> bool:
         """The block jump (`_block_jump`): the open block's rest through its `<tool_call|>` in one
@@ -460,96 +460,3 @@ class StreamMachine:
             while at >= 0 and start + at not in self.marks:
                 at = raw.find(marker, at + 1)
         return at
-
-
-# --- the actions of the table -------------------------------------------------------------------
-# Each is called at a transition with the marker and its stream offset; True: a bare block turned
-# to text on the way (the scan reads on from `restart`, in TEXT).
-def _open_block(machine: StreamMachine, marker: str, start: int, events: list) -> bool:
-    machine.open_block(marker, start)
-    return False
-
-
-def _open_bare(machine: StreamMachine, marker: str, start: int, events: list) -> bool:
-    machine.open_block("", start, bare=True)
-    return False
-
-
-def _join(machine: StreamMachine, marker: str, start: int, events: list) -> bool:
-    machine.block.string_start = start
-    return machine.add_to_block(tokens.STRING_DELIMITER, start, events)
-
-
-def _close_block(machine: StreamMachine, marker: str, start: int, events: list) -> bool:
-    if machine.add_to_block(marker, start, events):
-        return True
-    if machine.block.string_openers and not machine.rereading:
-        return machine.close_at_next_call(events, start + len(marker))
-    machine.end_block(events, start + len(marker), closed=True)
-    return False
-
-
-def _note_opener(machine: StreamMachine, marker: str, start: int, events: list) -> bool:
-    if not machine.rereading:
-        machine.block.string_openers.append(start)
-    return machine.add_to_block(marker, start, events)
-
-
-def _end_block(machine: StreamMachine, marker: str, start: int, events: list) -> bool:
-    machine.end_block(events, start, closed=False)
-    return False
-
-
-def _end_bare(machine: StreamMachine, marker: str, start: int, events: list) -> bool:
-    machine.end_block(events, start, closed=False)
-    return False
-
-
-def _stop(machine: StreamMachine, marker: str, start: int, events: list) -> bool:
-    events.append(Stop(marker, (start, start + len(marker))))
-    return False
-
-
-def _stray(machine: StreamMachine, marker: str, start: int, events: list) -> bool:
-    events.append(StrayMarkup(marker, (start, start + len(marker))))
-    return False
-
-
-def _start_thought(machine: StreamMachine, marker: str, start: int, events: list) -> bool:
-    events.append(ThinkingStart((start, start + len(marker))))
-    return False
-
-
-def _end_thought(machine: StreamMachine, marker: str, start: int, events: list) -> bool:
-    events.append(ThinkingEnd((start, start + len(marker))))
-    return False
-
-
-def _cut_thought(machine: StreamMachine, marker: str, start: int, events: list) -> bool:
-    events.append(ThinkingEnd((start, start)))
-    return False
-
-
-def _nothing(machine: StreamMachine, marker: str, start: int, events: list) -> bool:
-    return False
-
-
-_ACTIONS = {
-    S.OPEN_BLOCK: _open_block, S.OPEN_BARE: _open_bare, S.JOIN: _join, S.CLOSE_BLOCK: _close_block,
-    S.END_BLOCK: _end_block, S.END_BARE: _end_bare, S.STOP: _stop, S.STRAY: _stray, S.STRAY_LABEL: _stray,
-    S.START_THOUGHT: _start_thought, S.END_THOUGHT: _end_thought, S.CUT_THOUGHT: _cut_thought,
-    S.NOTE_OPENER: _note_opener, S.NOTHING: _nothing,
-}
-
-
-@functools.lru_cache(maxsize=16)
-def _compiled(table: S.StateTable) -> dict:
-    """The table with each action's name replaced by its function, and whether the marker is read
-    again as a bool: one lookup per marker. Made once per table."""
-    return {state: {marker: (_ACTIONS[entry[0]], entry[1], len(entry) > 2) for marker, entry in row.items()}
-            for state, row in table.transitions.items()}
-
-
-# How much of the text a transition reads past: a marker's length, but what the scan decides at a
-# place reads nothing (the bare head and the object's `}` are the block's content).
-_WIDTH = {S.BARE_HEAD: 0, S.OBJECT_CLOSED: 0, S.STRAY_DELIMITER: len(tokens.STRING_DELIMITER)}

@@ -23,13 +23,13 @@ def test_every_state_is_in_the_table_and_reachable():
 
 
 def test_every_action_and_event_of_the_table_is_known():
-    from gemma4_incremental import _machine
+    from gemma4_incremental import _actions
 
     for state, row in _states.TRANSITIONS.items():
         for marker, entry in row.items():
             assert marker.startswith("<") or marker in _states.EVENTS, (state, marker)
             assert entry[1] in _states.STATES
-            assert _machine._ACTIONS[entry[0]]
+            assert _actions.compiled(_states.table())[state][marker][0]
 
 
 def test_the_options_choose_a_table():

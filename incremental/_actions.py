@@ -1,0 +1,108 @@
+"""What each transition of the state table does (`_states` names the actions; the scan looks each
+up once per marker in the compiled table).
+
+Each action is called with the scan, the marker (or one of `_states.EVENTS`) and its stream
+offset, and the events list; it returns True when a bare block turned to text on the way (the
+scan then reads on from `restart`, in TEXT).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from gemma4_lark import tokens
+from gemma4_lark.events import Stop, StrayMarkup, ThinkingEnd, ThinkingStart
+
+from . import _states as S
+
+__all__ = ["WIDTH", "compiled"]
+
+
+def _open_block(machine, marker: str, start: int, events: list) -> bool:
+    machine.open_block(marker, start)
+    return False
+
+
+def _open_bare(machine, marker: str, start: int, events: list) -> bool:
+    machine.open_block("", start, bare=True)
+    return False
+
+
+def _join(machine, marker: str, start: int, events: list) -> bool:
+    machine.block.string_start = start
+    return machine.add_to_block(tokens.STRING_DELIMITER, start, events)
+
+
+def _close_block(machine, marker: str, start: int, events: list) -> bool:
+    if machine.add_to_block(marker, start, events):
+        return True
+    if machine.block.string_openers and not machine.rereading:
+        return machine.close_at_next_call(events, start + len(marker))
+    machine.end_block(events, start + len(marker), closed=True)
+    return False
+
+
+def _note_opener(machine, marker: str, start: int, events: list) -> bool:
+    if not machine.rereading:
+        machine.block.string_openers.append(start)
+    return machine.add_to_block(marker, start, events)
+
+
+def _end_block(machine, marker: str, start: int, events: list) -> bool:
+    machine.end_block(events, start, closed=False)
+    return False
+
+
+def _end_bare(machine, marker: str, start: int, events: list) -> bool:
+    machine.end_block(events, start, closed=False)
+    return False
+
+
+def _stop(machine, marker: str, start: int, events: list) -> bool:
+    events.append(Stop(marker, (start, start + len(marker))))
+    return False
+
+
+def _stray(machine, marker: str, start: int, events: list) -> bool:
+    events.append(StrayMarkup(marker, (start, start + len(marker))))
+    return False
+
+
+def _start_thought(machine, marker: str, start: int, events: list) -> bool:
+    events.append(ThinkingStart((start, start + len(marker))))
+    return False
+
+
+def _end_thought(machine, marker: str, start: int, events: list) -> bool:
+    events.append(ThinkingEnd((start, start + len(marker))))
+    return False
+
+
+def _cut_thought(machine, marker: str, start: int, events: list) -> bool:
+    events.append(ThinkingEnd((start, start)))
+    return False
+
+
+def _nothing(machine, marker: str, start: int, events: list) -> bool:
+    return False
+
+
+_ACTIONS = {
+    S.OPEN_BLOCK: _open_block, S.OPEN_BARE: _open_bare, S.JOIN: _join, S.CLOSE_BLOCK: _close_block,
+    S.END_BLOCK: _end_block, S.END_BARE: _end_bare, S.STOP: _stop, S.STRAY: _stray, S.STRAY_LABEL: _stray,
+    S.START_THOUGHT: _start_thought, S.END_THOUGHT: _end_thought, S.CUT_THOUGHT: _cut_thought,
+    S.NOTE_OPENER: _note_opener, S.NOTHING: _nothing,
+}
+
+
+@functools.lru_cache(maxsize=16)
+def compiled(table: S.StateTable) -> dict:
+    """The table with each action's name replaced by its function, and whether the marker is read
+    again as a bool: one lookup per marker. Made once per table."""
+    return {state: {marker: (_ACTIONS[entry[0]], entry[1], len(entry) > 2) for marker, entry in row.items()}
+            for state, row in table.transitions.items()}
+
+
+# How much of the text a transition reads past: a marker's length, but what the scan decides at a
+# place reads nothing (the bare head and the object's `}` are the block's content).
+WIDTH = {S.BARE_HEAD: 0, S.OBJECT_CLOSED: 0, S.STRAY_DELIMITER: len(tokens.STRING_DELIMITER)}
