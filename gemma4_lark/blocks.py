@@ -17,6 +17,7 @@ numbers the outcomes as it emits them.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Collection, Sequence
 
@@ -87,6 +88,8 @@ class BlockPolicy:
     def of(cls, *, strict: bool = False, lossy_recovery: bool = False, max_depth: int = 512,
            max_block_chars: int = 4 * 1024 * 1024, tools: Sequence[Any] | ToolRegistry | None = None,
            tool_choice: Any = None) -> "BlockPolicy":
+        if tools is None and tool_choice is None:  # most parsers: one shared policy per setting
+            return _without_tools(strict, lossy_recovery, max_depth, max_block_chars)
         registry = compile_tools(tools)
         choice = read_tool_choice(tool_choice, registry.tools if registry is not None else ())
         return cls(strict, lossy_recovery, max_depth, max_block_chars, registry, choice)
@@ -145,6 +148,12 @@ class BlockPolicy:
             return BlockError(call.raw, violations[0].message, "schema", call.name, typed, diagnostics,
                               call.begin, call.end)
         return BlockCall(call.name, typed, call.raw, diagnostics, call.recovered, call.begin, call.end)
+
+
+@functools.lru_cache(maxsize=64)
+def _without_tools(strict: bool, lossy_recovery: bool, max_depth: int, max_block_chars: int) -> BlockPolicy:
+    return BlockPolicy(strict, lossy_recovery, max_depth, max_block_chars, None,
+                       read_tool_choice(None, ()))
 
 
 def decide_block(raw: str, policy: BlockPolicy, *, closed: bool = True, at_end: bool = False, bare: bool = False,

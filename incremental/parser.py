@@ -66,7 +66,12 @@ class StreamParser:
         self.start_in_thinking = start_in_thinking and parse_thinking
         self.id_factory = id_factory or default_id_factory
         self.diagnostics: list[Diagnostic] = []  # whole-output findings, complete after flush()
-        self._read_markers_by(None)
+        # (what _read_markers_by(None) does, written out: a server makes a parser per response)
+        self._markers = None
+        self._marker_ids = frozenset()
+        self._carry: tuple[int, ...] = ()  # ids of a character not complete when the last delta ended
+        self._machine = StreamMachine(self.policy, _states.table(parse_thinking, strict, True), self.id_factory,
+                                      self.start_in_thinking, _ACCELERATED, None)
 
     def _read_markers_by(self, markers: TokenMarkers | None) -> None:
         """A new scan that reads markers by text (None) or by the token ids of `markers`."""
