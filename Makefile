@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # Reinstall only when the project's metadata changes; otherwise this is a no-op.
 STAMP := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: test test-plain test-minimum demo bench docs tables fuzz integration integration-xgrammar integration-llamacpp peers e2e-vllm clean
+.PHONY: test check test-plain test-minimum demo bench docs tables fuzz integration integration-xgrammar integration-llamacpp peers e2e-vllm clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -14,8 +14,18 @@ $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
+# The whole suite, CI's command, on TEST_WORKERS processes (pytest-xdist; 0: in this one).
+# Each test file stays on one worker, in order, its module fixtures built once.
+TEST_WORKERS ?= 2
+PYTEST_WORKERS := -n $(TEST_WORKERS) --dist loadfile
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_WORKERS)
+
+# The fast tier, for every edit (under a minute and a half): the suite less the tests marked slow
+# (complexity guards, the wheel builds, mypy, ...: the list is in tests/conftest.py), each property
+# test at a few examples. `make test` runs everything.
+check: $(STAMP)
+	$(BIN)/python -m pytest -q --fast $(PYTEST_WORKERS)
 
 # The plain path (docs/architecture.md): GEMMA4_LARK_ACCELERATORS=0 turns off every accept-only
 # second implementation of the grammar (fast path, lean driver, express path, block jump, feed's
@@ -24,9 +34,10 @@ test: $(STAMP)
 # stream and parser tests must pass on it unchanged. CI runs it after `make test`.
 PLAIN_TESTS := tests/test_accelerators.py tests/test_lean_driver.py tests/test_fastpath.py tests/test_express.py \
 	tests/test_stream_block_jump.py tests/test_stream_inlined_feed.py tests/test_reference.py \
+	tests/test_reference_differential.py tests/test_stream_unclosed_strings.py \
 	tests/test_stream.py tests/test_grammar.py tests/test_errors.py tests/test_values.py
 test-plain: $(STAMP)
-	GEMMA4_LARK_ACCELERATORS=0 $(BIN)/python -m pytest -q $(PLAIN_TESTS)
+	GEMMA4_LARK_ACCELERATORS=0 $(BIN)/python -m pytest -q $(PYTEST_WORKERS) $(PLAIN_TESTS)
 
 # The suite again, in a second venv whose dependencies are the lowest versions pyproject.toml
 # allows (constraints/minimum.txt: lark 1.2.2, as vLLM pins it). CI runs both.
@@ -40,7 +51,7 @@ $(MIN_STAMP): pyproject.toml constraints/minimum.txt
 	touch $(MIN_STAMP)
 
 test-minimum: $(MIN_STAMP)
-	GEMMA4_MINIMUM_VERSIONS=1 $(MIN_VENV)/bin/python -m pytest -q -p no:cacheprovider
+	GEMMA4_MINIMUM_VERSIONS=1 $(MIN_VENV)/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_WORKERS)
 
 demo: $(STAMP)
 	$(BIN)/gemma4-lark demo

@@ -107,3 +107,62 @@ def numbers_by_value(value):
     if isinstance(value, tuple):
         return tuple(numbers_by_value(v) for v in value)
     return value
+
+
+# --- the fast tier: `make check` ----------------------------------------------------------------
+# `make test` (CI's command) runs every test. `make check` (`pytest --fast`) is the tier run on
+# every edit, in well under a minute and a half: it leaves out the tests marked `slow` and draws at
+# most FAST_EXAMPLES examples in each property test (a sample of each property; `make test` draws
+# each test's full count, `make fuzz` far more). Slow, and only here: every complexity guard (made
+# by timing.guard_tests: each times its work at n and 16n, and its quadratic twin), and the modules
+# and tests below (subprocesses, builds, whole campaigns, exports checked by llguidance).
+FAST_EXAMPLES = 10
+SLOW = [
+    "test_packaging.py::test_wheel_installs_and_parses",  # builds the wheel, installs it in a new venv
+    "test_packaging.py::test_the_documented_install_serves_requests_with_tools_beside_vllms_pins",
+    "test_typing.py::test_user_script_passes_mypy_strict",
+    "test_fuzz_campaigns.py",  # every campaign, the corpus, doubling and memory checks: `make fuzz` in small
+    "test_cli.py::test_fuzz_campaign_small",
+    "test_constrain_attack.py::test_hostile_tools_get_an_export_or_a_clear_error",  # 2,000-value enums, 400 properties
+    "test_openai.py::test_omp_stream_cases_accumulate_to_the_message_and_to_omps_calls",  # every OMP case, 1-char chunks
+    "test_cli_streaming.py",  # memory of a command over growing inputs
+    "test_message_writer.py::test_parse_format_openai_memory_does_not_grow_with_the_input",
+    "test_errors.py::test_an_error_at_the_end_of_a_large_block_costs_no_parse_tree",
+]
+
+
+def pytest_addoption(parser):
+    parser.addoption("--fast", action="store_true",
+                     help="the fast tier (make check): no slow test, at most %d examples per property" % FAST_EXAMPLES)
+
+
+def _is_slow(item) -> bool:
+    if item.get_closest_marker("slow"):
+        return True
+    if getattr(getattr(item, "function", None), "__module__", None) == "timing":  # a complexity guard
+        return True
+    module, _, test = item.nodeid.partition("::")
+    module = module.rpartition("/")[2]
+    return module in SLOW or f"{module}::{test.partition('[')[0]}" in SLOW
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if _is_slow(item):
+            item.add_marker(pytest.mark.slow)
+    if not config.getoption("--fast"):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
+    for item in items:
+        _cap_examples(getattr(item, "obj", None))
+
+
+def _cap_examples(test) -> None:
+    # hypothesis keeps a test's settings on the test (its own attribute, read when the test runs);
+    # where a later hypothesis keeps them elsewhere, the tier runs the full count: slower, not weaker
+    current = getattr(test, "_hypothesis_internal_use_settings", None)
+    if isinstance(current, settings) and current.max_examples > FAST_EXAMPLES:
+        test._hypothesis_internal_use_settings = settings(current, max_examples=FAST_EXAMPLES)

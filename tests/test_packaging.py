@@ -50,7 +50,6 @@ print(lark.__version__, grammar.stored_tables() is not None, message["tool_calls
 """
 
 
-@pytest.mark.slow
 def test_the_documented_install_serves_requests_with_tools_beside_vllms_pins(tmp_path):
     # docs/serving.md's install line for vLLM, run as written, in a venv that already holds what
     # vLLM pins: nothing is upgraded, and a request with tools decodes (no ImportError: no HTTP 500).
@@ -73,7 +72,6 @@ def test_the_documented_install_serves_requests_with_tools_beside_vllms_pins(tmp
     assert arguments == streamed == '{"a": 1, "s": "02134"}'  # typed by the schema, validated
 
 
-@pytest.mark.slow
 def test_wheel_installs_and_parses(tmp_path):
     dist = tmp_path / "dist"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
