@@ -128,6 +128,9 @@ SLOW = [
     "test_cli_streaming.py",  # memory of a command over growing inputs
     "test_message_writer.py::test_parse_format_openai_memory_does_not_grow_with_the_input",
     "test_errors.py::test_an_error_at_the_end_of_a_large_block_costs_no_parse_tree",
+    "test_constrain_never_wider.py::test_the_property_ran_on_enough_examples",  # counts the full run's examples
+    "test_accelerators.py",  # two fresh interpreters with every accelerator instrumented
+    "test_conformance_hostile.py",  # hostile targets: floods, hangs, crashes
 ]
 
 

@@ -199,13 +199,18 @@ _HOSTILE = [
 def test_control_tokens_inside_json_strings_are_guarded_as_in_dicts(arguments, ensure_ascii):
     text = json.dumps(arguments, ensure_ascii=ensure_ascii).replace("<", "\\u003c" if ensure_ascii else "<")
     for profile in ("official", "omp"):
-        errors = []
+        outcomes = []
         for form in (arguments, text):
-            with pytest.raises(UnsafeContentError) as info:
-                _render(profile, _call_messages(form))
-            errors.append((info.value.token, info.value.where, info.value.pos, str(info.value)))
-        # the omp profile renders the converted messages, and names the fields the caller gave
-        assert errors[0] == errors[1] and errors[0][1].startswith(_WHERE)
+            try:
+                outcomes.append(("rendered", _render(profile, _call_messages(form))))
+            except UnsafeContentError as err:
+                outcomes.append(("refused", err.token, err.where, err.pos, str(err)))
+        # the JSON string is checked as the dict it decodes to; a call's strings are the model's own,
+        # so only the delimiter is unsafe there (docs/security.md#the-models-own-calls; issue 30)
+        assert outcomes[0] == outcomes[1]
+        assert outcomes[0][0] == ("refused" if '<|"|>' in repr(arguments) else "rendered")
+        if outcomes[0][0] == "refused":  # the omp profile names the fields the caller gave
+            assert outcomes[0][2].startswith(_WHERE)
         for unsafe in ("strip", "allow"):
             if profile == "official":
                 assert render_chat(_call_messages(text), unsafe=unsafe) == render_chat(_call_messages(arguments),
@@ -490,7 +495,7 @@ def test_cli_names_a_lone_surrogate_instead_of_failing_to_write(tmp_path, capsys
     ({"role": "assistant", "content": [{"type": "refusal"}, {"type": "text", "text": "<eos>"}]}, "messages[1].content[1].text"),
     ({"role": "assistant", "reasoning_content": "<|turn>x", "content": None}, "messages[1].reasoning_content"),
     ({"role": "user", "content": [{"type": "input_audio"}, {"type": "text", "text": "<bos>"}]}, "messages[1].content[1].text"),
-    ({"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": {"k": ["<turn|>"]}}}]},
+    ({"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": {"k": ['<|"|>']}}}]},
      "messages[1].tool_calls[0].function.arguments.k[0]"),
     ({"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f x", "arguments": {}}}]},
      "messages[1].tool_calls[0].function.name"),
