@@ -24,7 +24,8 @@ from typing import Any, Collection, Sequence
 from . import accelerators, fastpath, marker_search, tokens
 from .diagnostics import Diagnostic, LineIndex
 from .errors import GemmaSyntaxError
-from .parser import parse_call, parse_from, parse_lossless_call
+from .events import fast_init
+from .parser import parse_call, parse_lossless_call
 from .render.safety import CONTROL
 from .recovery import decode_calls, failure_code
 from .schema.lexeme import Scalar, plain
@@ -38,7 +39,8 @@ __all__ = ["BlockCall", "BlockError", "BlockPolicy", "decide_block", "has_escape
 FUNCTIONGEMMA_ESCAPE = "<escape>"
 
 
-@dataclass(frozen=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class BlockCall:
     """A call the block makes. `raw` is the part of the block that holds it (the whole block, or
     one call of a recovered block that held several), `begin`/`end` where that part is in the
@@ -54,7 +56,8 @@ class BlockCall:
     end: int = 0
 
 
-@dataclass(frozen=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class BlockError:
     """A block (or part of one) that makes no call: `message` and `code` say why (the codes of
     docs/streaming.md#errors), `name` and `partial` what could be read of it."""
@@ -203,12 +206,11 @@ def _decode(raw: str, policy: BlockPolicy, closed: bool, at_end: bool, bare: boo
         try:
             if lossless:
                 call = parse_lossless_call(raw, max_depth=max_depth, duplicates=duplicates)
-            elif delimiters is None or not accelerators.ENABLED:
-                call = parse_call(raw, max_depth=max_depth, duplicates=duplicates)
-            else:  # the fast path, told where the delimiters are; else the LALR path (no second try)
-                call = fastpath.parse_call(raw, max_depth, unique_keys=True, delimiters=delimiters)
+            else:  # the fast path (told where the delimiters are, when known); else the LALR path
+                call = (fastpath.parse_call(raw, max_depth, unique_keys=True, delimiters=delimiters)
+                        if accelerators.ENABLED else None)
                 if call is None:
-                    call = parse_from(raw, 0, "call_block", max_depth=max_depth, duplicates=duplicates, fast=False)
+                    call = parse_call(raw, max_depth=max_depth, duplicates=duplicates, fast=False)
         except GemmaSyntaxError as err:
             if policy.strict or err.code == "too-deep":
                 return [BlockError(raw, str(err).split("\n", 1)[0], err.code, end=len(raw))]
@@ -224,8 +226,8 @@ def _decode(raw: str, policy: BlockPolicy, closed: bool, at_end: bool, bare: boo
                     Diagnostic("warning", "duplicate-key", f"duplicate key `{key[:40]}`: the last value wins",
                                *lines.line_and_column(pos), pos) for key, pos in duplicates],
                     key=lambda d: d.pos)
-            return [policy.admit(_unmasked(BlockCall(call.name, call.arguments, raw, warnings, False, 0, len(raw)),
-                                           mask))]
+            decided = BlockCall(call.name, call.arguments, raw, warnings, False, 0, len(raw))
+            return [decided if policy.plain and not mask else policy.admit(_unmasked(decided, mask))]
     segments = decode_calls(raw, max_depth=max_depth, lossless=lossless, hints=policy.tools.hints if lossless else None)
     if bare and segments[0][2].call is None:
         return None  # the bare guess was prose after all

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from .diagnostics import Diagnostic
 
 
-def _fast_init(cls):
+def fast_init(cls):
     """Give a frozen slotted dataclass an `__init__` that fills its slots directly.
 
     A frozen dataclass's own `__init__` goes through `object.__setattr__` for every field; an event
@@ -67,7 +67,7 @@ class Event:
         return data
 
 
-@_fast_init
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Text(Event):
     """Free text the model wrote, as soon as it is known not to start a marker."""
@@ -77,7 +77,7 @@ class Text(Event):
     span: tuple[int, int]
 
 
-@_fast_init
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ThinkingStart(Event):
     """`<|channel>thought` (and its newline) opened the thought channel. Zero-width when the
@@ -87,7 +87,7 @@ class ThinkingStart(Event):
     span: tuple[int, int]
 
 
-@_fast_init
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ThinkingDelta(Event):
     """A piece of the model's reasoning."""
@@ -97,7 +97,7 @@ class ThinkingDelta(Event):
     span: tuple[int, int]
 
 
-@_fast_init
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ThinkingEnd(Event):
     """The thought is over. The span covers `<channel|>`, or is zero-width when a call, a stop
@@ -109,7 +109,7 @@ class ThinkingEnd(Event):
     span: tuple[int, int]
 
 
-@_fast_init
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolCallStart(Event):
     """`<|tool_call>call:NAME{` is complete: the name is known before the arguments are."""
@@ -125,7 +125,7 @@ class ToolCallStart(Event):
 _TOOLS_FINDINGS = frozenset({"coerced", "schema", "string-run"})
 
 
-@_fast_init
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolCallEnd(Event):
     """A decoded call. `raw` is the whole block as written; `diagnostics` says what was not
@@ -167,7 +167,7 @@ class ToolCallEnd(Event):
         return entry
 
 
-@_fast_init
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolCallError(Event):
     """A block that is not a call to act on; its raw text is kept, never dropped. When part of it
@@ -194,7 +194,7 @@ TOOL_CALL_ERROR_CODES = frozenset({
 """Every `ToolCallError.code` (docs/schema.md says what each means)."""
 
 
-@_fast_init
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Stop(Event):
     """A stop marker: `<|tool_response>` (the model waits for results), `<turn|>` or `<eos>`."""
@@ -204,7 +204,7 @@ class Stop(Event):
     span: tuple[int, int]
 
 
-@_fast_init
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StrayMarkup(Event):
     """Markup that means nothing where it stands, kept out of the text and the thought (lenient

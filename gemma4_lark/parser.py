@@ -108,15 +108,19 @@ def parse_from(text: str, pos: int, start: str, *, max_depth: int = DEFAULT_MAX_
     return result
 
 
-def parse_call(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH, duplicates: list | None = None) -> ToolCall:
+def parse_call(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH, duplicates: list | None = None,
+               fast: bool = True) -> ToolCall:
     """`<|tool_call>call:NAME{...}<tool_call|>` -> ToolCall(name, arguments). `duplicates`, when
-    given, receives (key, pos) for every repeated key (the last value wins).
+    given, receives (key, pos) for every repeated key (the last value wins). `fast`: try the fast
+    path first (off for a caller that just tried it: the result is the same).
 
     Raises `GemmaSyntaxError` (a `ValueError`, with line, column and position) for text outside the
     language, nesting deeper than `max_depth` and numbers beyond a double included; `TypeError`
     when `text` is not a str.
     """
-    return parse(text, "call_block", max_depth=max_depth, duplicates=duplicates)
+    if not isinstance(text, str):
+        raise TypeError(f"expected str, got {type(text).__name__}")
+    return parse_from(text, 0, "call_block", max_depth=max_depth, duplicates=duplicates, fast=fast)
 
 
 def parse_lossless_call(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH, duplicates: list | None = None):

@@ -19,6 +19,7 @@ from ._markers import match
 __all__ = ["bare_head", "scan_bare"]
 
 _BLANKS = whitespace()
+_NAME = terminal_pattern("NAME")
 # What ends the head of a bare call: its arguments' `{` (the grammar's form, the only one that opens
 # a bare block: `call:x(` is too common in prose), or a `(` or `<` (no name holds one).
 _BARE_HEAD_END = re.compile(r"[{(<]")
@@ -42,7 +43,7 @@ def bare_head(data: str, k: int, final: bool) -> str | None:
     if found.group() != "{":
         return None
     name = data[k + len(keyword):found.start()].strip(_BLANKS)
-    return "open" if terminal_pattern("NAME").fullmatch(name) else None
+    return "open" if _NAME.fullmatch(name) else None
 
 
 def scan_bare(block, data: str, i: int, final: bool, scan: tuple):

@@ -21,6 +21,7 @@ MAX_HEAD = 256
 # After this many small pieces, the open block's pieces are joined into one.
 COMPACT_EVERY = 256
 _BLANKS = whitespace()
+_NAME = terminal_pattern("NAME")  # (compiled once: a head is decided per block)
 
 
 class OpenBlock:
@@ -101,4 +102,4 @@ def call_name(head: str, brace: int) -> str | None:
     if not words.startswith(tokens.CALL_KEYWORD):
         return None
     name = words[len(tokens.CALL_KEYWORD):].strip(_BLANKS)
-    return name if terminal_pattern("NAME").fullmatch(name) else None
+    return name if _NAME.fullmatch(name) else None

@@ -12,6 +12,7 @@ from hypothesis import example, given, settings, strategies as st
 
 import gemma4_lark
 import gemma4_lark.blocks
+import gemma4_lark.fastpath
 from gemma4_incremental import (
     StreamParser, Text, ThinkingDelta, ToolCallEnd, ToolCallError, ToolCallStart, collect, parse_output,
 )
@@ -192,7 +193,8 @@ def test_the_stream_survives_any_failure_of_a_decoder(monkeypatch, strict):
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(gemma4_lark.blocks, "parse_call", broken)  # (where blocks are decided)
+    monkeypatch.setattr(gemma4_lark.blocks, "parse_call", broken)  # (where blocks are decided,
+    monkeypatch.setattr(gemma4_lark.fastpath, "parse_call", broken)  # after the fast path)
     text = "Before " + CALL + " after"
     parser = StreamParser(strict=strict)
     events = parser.feed(text)
@@ -455,7 +457,8 @@ def test_the_stream_recovers_a_syntax_error_whatever_its_wording(monkeypatch):
     def rejects(raw, **options):
         raise gemma4_lark.GemmaSyntaxError("nesting deeper than anything, in words only", source=raw, pos=0)
 
-    monkeypatch.setattr(gemma4_lark.blocks, "parse_call", rejects)  # (where blocks are decided)
+    monkeypatch.setattr(gemma4_lark.blocks, "parse_call", rejects)  # (where blocks are decided,
+    monkeypatch.setattr(gemma4_lark.fastpath, "parse_call", lambda *a, **k: None)  # the fast path leaving it)
     parser = StreamParser()  # (the stream's decoders: parse_output's express path never reaches them)
     [call] = [e for e in parser.feed("<|tool_call>call:f{a:1}<tool_call|>") + parser.flush() if e.type == "tool_call_end"]
     assert call.recovered and call.arguments == {"a": 1}
