@@ -30,9 +30,6 @@ from ._block import MAX_HEAD, OpenBlock, call_name
 __all__ = ["StreamMachine"]
 
 _BLANKS = whitespace()
-# Content as a whole: in these states a chunk with no `<` (and nothing held back) is text, thought
-# or block content, whatever it spells.
-_PLAIN = frozenset((S.TEXT, S.THOUGHT, S.UNLABELLED_THOUGHT, S.CALL, S.STRING))
 
 
 class StreamMachine:
@@ -82,11 +79,6 @@ class StreamMachine:
         if self.marks and self.block is not None and self.block.oversized:
             self.forget_marks()
         return events
-
-    def takes_plain(self, chunk: str) -> bool:
-        """Whether `chunk` (with no `<`) is content as a whole here: nothing held back, no start
-        event due, a state where no guess or label is pending."""
-        return not self.pending and not self.start_events and self.state in _PLAIN
 
     def scan_chunk(self, chunk: str) -> list:
         events = self.start_events

@@ -66,21 +66,16 @@ class StreamParser:
         self.start_in_thinking = start_in_thinking and parse_thinking
         self.id_factory = id_factory or default_id_factory
         self.diagnostics: list[Diagnostic] = []  # whole-output findings, complete after flush()
-        # (what _read_markers_by(None) does, written out: a server makes a parser per response)
-        self._markers = None
-        self._marker_ids = frozenset()
-        self._carry: tuple[int, ...] = ()  # ids of a character not complete when the last delta ended
-        self._machine = StreamMachine(self.policy, _states.table(parse_thinking, strict, True), self.id_factory,
-                                      self.start_in_thinking, _ACCELERATED, None)
+        self._read_markers_by(None)
 
     def _read_markers_by(self, markers: TokenMarkers | None) -> None:
         """A new scan that reads markers by text (None) or by the token ids of `markers`."""
         self._markers = markers
         self._marker_ids = markers.ids if markers is not None else frozenset()
         self._carry: tuple[int, ...] = ()  # ids of a character not complete when the last delta ended
-        table = _states.table(self.parse_thinking, self.strict, by_text=markers is None)
+        table = _states.table(self.parse_thinking, self.strict, markers is None)
         self._machine = StreamMachine(self.policy, table, self.id_factory, self.start_in_thinking,
-                                      block_jump=_ACCELERATED, marks=set() if markers is not None else None)
+                                      _ACCELERATED, set() if markers is not None else None)
 
     @classmethod
     def for_prompt(cls, prompt: str, **options) -> "StreamParser":
