@@ -6,10 +6,8 @@ the code's own work, not the machine's load or when a collection happened to fal
 path reads 16 (a little more where a bigger working set misses the caches) and a quadratic one 256,
 so the bound (48) sits far from both; a result over it is measured again before it fails, so one
 unlucky run is not a failure. `assert_catches_quadratic` proves a guard can fail: the same work
-plus a quadratic term that costs half as much as the work at n (at 16n: 256 times that) must read
-over the bound: (r + 128) / 1.5 >= 85 whatever the work's own ratio r, even where fixed costs
-dominate. (Half, not as much: the twin's 16n run costs 144 times the work at n, not 272, and the
-reading stays far over the bound.)
+plus a quadratic term that costs as much as the work at n (at 16n: 256 times that) must read over
+the bound: (r + 256) / 2 >= 128 whatever the work's own ratio r, even where fixed costs dominate.
 """
 
 from __future__ import annotations
@@ -23,7 +21,6 @@ GROWTH = 16
 MAX_RATIO = 48.0  # linear: 16 (up to ~24 with cache effects); quadratic: 256
 MIN_TIME = 0.004  # seconds: the small run is doubled until it takes this long
 ATTEMPTS = 3  # a ratio over the bound is measured again, up to this many times in all
-QUADRATIC_SHARE = 0.5  # a quadratic twin's term at n, as a share of the work at n
 
 
 def best_cpu_seconds(run, repeat: int = 3) -> float:
@@ -134,9 +131,9 @@ def _spins_per_second() -> float:
 
 
 def assert_catches_quadratic(guard: Guard) -> Measured:
-    """The guard fails on the same work plus a quadratic term half as large as the work at its small size."""
+    """The guard fails on the same work plus a quadratic term as large as the work at its small size."""
     size, small = _small_size(guard, guard.run)
-    spins_at_small = max(1, int(QUADRATIC_SHARE * small * _spins_per_second()))
+    spins_at_small = max(1, int(small * _spins_per_second()))
 
     def quadratic(sized):
         n, case = sized
