@@ -1,0 +1,101 @@
+"""Reading what the commands are given: files or standard input as text, JSON with the position of
+its problems, and CommandError, the one-line problem every command reports."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+
+class CommandError(Exception):
+    """A problem the user has to fix (unreadable input, wrong JSON, missing extra): printed as one
+    line after the command's name, exit `code`."""
+
+    def __init__(self, message: str, code: int = 2):
+        super().__init__(message)
+        self.code = code
+
+
+# --- reading input ------------------------------------------------------------------------------
+def display_name(path: str) -> str:
+    return "<stdin>" if path == "-" else path
+
+
+def stdin_binary():
+    """Standard input as a binary file, or a CommandError when the process was started without one."""
+    if sys.stdin is None:  # started with fd 0 closed (`cmd <&-`)
+        raise CommandError("standard input is closed (pass a FILE, or give the command an input)")
+    return getattr(sys.stdin, "buffer", sys.stdin)
+
+
+def not_utf8(err: UnicodeDecodeError, offset: int = 0) -> str:
+    """What is wrong with bytes that are not UTF-8, with the offset in the file (`offset` is where
+    the decoded piece `err.object` starts in it, so a read buffer's offsets never show)."""
+    bad = err.object[err.start:err.start + 1]
+    byte = f" 0x{bad[0]:02x}" if bad else ""
+    return f"not UTF-8: byte{byte} at offset {offset + err.start} of the input: {err.reason}"
+
+
+class NotUTF8(CommandError):
+    def __init__(self, name: str, err: UnicodeDecodeError, offset: int = 0):
+        super().__init__(f"{name}: {not_utf8(err, offset)}", code=1)
+        self.reason = not_utf8(err, offset)
+
+
+def read_text(path: str) -> str:
+    """The whole input as text. Decoding the bytes in one piece gives UTF-8 errors their offset in
+    the file, not in some read buffer."""
+    name = display_name(path)
+    if path == "-":
+        data = stdin_binary().read()
+        if isinstance(data, str):  # a text stream standing in for stdin (tests, embedding)
+            return data
+    else:
+        with open(path, "rb") as f:
+            data = f.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise NotUTF8(name, err) from None
+
+
+# A JSON string (closed or not) or a bracket: enough to measure nesting without a recursive reader.
+_JSON_NESTING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', re.S)
+
+
+def _deepest(text: str) -> tuple[int, int]:
+    """(depth, offset) of the first point where `text` nests deepest, by brackets outside strings."""
+    depth = best = best_pos = 0
+    for match in _JSON_NESTING.finditer(text):
+        c = match.group()
+        if c in "[{":
+            depth += 1
+            if depth > best:
+                best, best_pos = depth, match.start()
+        elif c in "]}":
+            depth -= 1
+    return best, best_pos
+
+
+def load_json(text: str, name: str, what: str):
+    """`text` as JSON, or a CommandError naming the file and the position of the problem."""
+    prefix = f"{name}: " if name else ""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise CommandError(f"{prefix}{what} is not JSON: {err.msg} at line {err.lineno} column {err.colno}",
+                           code=1) from None
+    except RecursionError:
+        # Python's JSON reader recurses once per level and gives up near the interpreter's
+        # recursion limit; say where the nesting is instead of the interpreter's stack.
+        depth, pos = _deepest(text)
+        line = text.count("\n", 0, pos) + 1
+        column = pos - (text.rfind("\n", 0, pos) + 1) + 1
+        raise CommandError(f"{prefix}{what} nests {depth} levels deep (line {line} column {column}): "
+                           f"too deep for Python's JSON reader", code=1) from None
+
+
+def os_message(err: OSError, with_name: bool = True) -> str:
+    reason = err.strerror or str(err)
+    return f"{err.filename}: {reason}" if with_name and err.filename else reason
