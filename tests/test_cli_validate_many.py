@@ -162,7 +162,7 @@ def test_malformed_tools_file_is_one_error_before_any_record(tmp_path, capsys):
     path = tmp_path / "evals.jsonl"
     path.write_text(json.dumps({"output": GOOD}) + "\n")
     code, out, err = _run(capsys, "validate", "--jsonl", "--tools", tools, path)
-    assert code == 2 and out == "" and "tools.json" in err and "name" in err and "Traceback" not in err
+    assert code == 1 and out == "" and "tools.json" in err and "name" in err and "Traceback" not in err
 
 
 def test_jsonl_memory_does_not_grow_with_records_whose_problems_all_differ(tmp_path, monkeypatch):

@@ -142,7 +142,7 @@ test_building_is_linear_in_tools_and_properties, test_each_building_guard_can_fa
     ("[" * 100_000 + "]" * 100_000, "nests 100000 levels deep"),
     ("", "not JSON"),
     (b"\xff\xfe", "not UTF-8"),
-    ('{"a": 1}', "must be an array"),
+    ('{"a": 1}', "must be a JSON array of objects"),
     ('[{"type": "function", "function": {"name": "a b"}}]', "'a b'"),
 ])
 def test_cli_grammar_bad_tool_files_are_one_clear_line(tmp_path, capsys, content, needle):

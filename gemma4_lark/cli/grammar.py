@@ -7,7 +7,8 @@ import argparse
 import sys
 
 from .arguments import optional_dependencies
-from .inputs import CommandError, display_name, load_json, read_text
+from .inputs import CommandError, load_json
+from .tools_file import read_tools_file
 
 
 def cmd_docs(args) -> int:
@@ -26,9 +27,7 @@ def cmd_docs(args) -> int:
 def cmd_grammar(args) -> int:
     from .. import constrain
 
-    tools = None
-    if args.tools is not None:
-        tools = load_json(read_text(args.tools), display_name(args.tools), "the tool list")
+    tools = read_tools_file(args.tools) if args.tools is not None else None
     tool_choice = args.tool_choice
     if tool_choice.startswith("{"):
         tool_choice = load_json(tool_choice, "--tool-choice", "the tool choice")

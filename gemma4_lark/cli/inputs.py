@@ -90,10 +90,51 @@ def load_json(text: str, name: str, what: str):
         # Python's JSON reader recurses once per level and gives up near the interpreter's
         # recursion limit; say where the nesting is instead of the interpreter's stack.
         depth, pos = _deepest(text)
-        line = text.count("\n", 0, pos) + 1
-        column = pos - (text.rfind("\n", 0, pos) + 1) + 1
-        raise CommandError(f"{prefix}{what} nests {depth} levels deep (line {line} column {column}): "
+        raise CommandError(f"{prefix}{what} nests {depth} levels deep ({line_column(text, pos)}): "
                            f"too deep for Python's JSON reader", code=1) from None
+
+
+def line_column(text: str, pos: int) -> str:
+    """`line L column C` of offset `pos` in `text`, both counted from 1, as JSON's errors say it."""
+    line = text.count("\n", 0, pos) + 1
+    column = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    return f"line {line} column {column}"
+
+
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def array_item_offset(text: str, index: int) -> int | None:
+    """The offset in `text`, a JSON array that json.loads has read, where its item `index` begins;
+    None when an item before it nests too deeply to skip. Linear in the items skipped."""
+    decoder = json.JSONDecoder()
+    pos = _JSON_SPACE.match(text).end() + 1  # past the "["
+    try:
+        for _ in range(index):
+            _, pos = decoder.raw_decode(text, _JSON_SPACE.match(text, pos).end())
+            pos = _JSON_SPACE.match(text, pos).end() + 1  # past the ","
+    except RecursionError:
+        return None
+    return _JSON_SPACE.match(text, pos).end()
+
+
+def item_position(text: str, index: int, what: str = "the item") -> str:
+    """Where item `index` of the JSON array `text` begins, as a note for a message ("" when unknown)."""
+    pos = array_item_offset(text, index)
+    return "" if pos is None else f" ({what} at {line_column(text, pos)})"
+
+
+def json_list_of_objects(value, text: str, name: str, what: str) -> list:
+    """`value`, read from `text`, when it is a JSON array of objects; a CommandError (exit 1)
+    naming the file, and the item's position when one is not an object, otherwise."""
+    if not isinstance(value, list):
+        kind = "an object" if isinstance(value, dict) else f"a JSON {type(value).__name__}"
+        raise CommandError(f"{name}: {what} must be a JSON array of objects, not {kind}", code=1)
+    for i, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise CommandError(f"{name}: {what}: item {i} must be an object, not {json.dumps(item)[:40]}"
+                               f"{item_position(text, i)}", code=1)
+    return value
 
 
 def os_message(err: OSError, with_name: bool = True) -> str:

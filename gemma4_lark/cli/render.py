@@ -5,17 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
-from .inputs import CommandError, display_name, load_json, read_text
-
-
-def _json_list_of_objects(value, name: str, what: str) -> list:
-    if not isinstance(value, list):
-        kind = "an object" if isinstance(value, dict) else f"a JSON {type(value).__name__}"
-        raise CommandError(f"{name}: {what} must be a JSON array of objects, not {kind}", code=1)
-    for i, item in enumerate(value):
-        if not isinstance(item, dict):
-            raise CommandError(f"{name}: {what}: item {i} must be an object, not {json.dumps(item)[:40]}", code=1)
-    return value
+from .inputs import CommandError, display_name, json_list_of_objects, load_json, read_text
+from .tools_file import read_tools_file
 
 
 def cmd_render(args) -> int:
@@ -23,13 +14,9 @@ def cmd_render(args) -> int:
     from ..render.safety import UnsafeContentError
 
     name = display_name(args.messages)
-    messages = _json_list_of_objects(load_json(read_text(args.messages), name, "the messages file"),
-                                     name, "the messages")
-    tools = None
-    if args.tools:
-        tools_name = display_name(args.tools)
-        tools = _json_list_of_objects(load_json(read_text(args.tools), tools_name, "the tools file"),
-                                      tools_name, "the tools")
+    source = read_text(args.messages)
+    messages = json_list_of_objects(load_json(source, name, "the messages file"), source, name, "the messages")
+    tools = read_tools_file(args.tools) if args.tools else None
     try:
         if args.profile == "official":
             text = official.render_chat(messages, tools, add_generation_prompt=args.generation_prompt,

@@ -8,9 +8,12 @@ import sys
 
 from ..validate import validate
 from .arguments import add_max_depth
-from .inputs import CommandError, NotUTF8, display_name, load_json, not_utf8, os_message, read_text, stdin_binary
+from .inputs import (
+    CommandError, NotUTF8, display_name, load_json, not_utf8, os_message, read_text, stdin_binary,
+)
 from .output import caret_lines, check_reader, escape_unencodable_output
 from .progress import Progress
+from .tools_file import read_tools_file
 
 DEFAULT_FIELDS = ("output", "text")
 
@@ -128,21 +131,6 @@ class _Tally:
                 "no_output": self.no_output, "unreadable": self.unreadable, "codes": dict(sorted(self.codes.items()))}
 
 
-def _load_tools(path: str):
-    """The --tools file, compiled once (a malformed tool is a usage error, found before any record)."""
-    from ..schema.registry import compile_tools
-
-    name = display_name(path)
-    tools = load_json(read_text(path), name, "the tools file")
-    try:
-        compile_tools(tools)
-    except ImportError as err:
-        raise CommandError(f"--tools needs the schema extra: {err} (pip install 'gemma4-lark[schema]')") from None
-    except (ValueError, TypeError) as err:
-        raise CommandError(f"{name}: {err}") from None
-    return tools
-
-
 def cmd_validate(args) -> int:
     escape_unencodable_output()
     if args.field is not None and not args.jsonl:
@@ -150,7 +138,7 @@ def cmd_validate(args) -> int:
     several = args.jsonl or len(args.files) > 1 or args.summary
     tally = _Tally()
     progress = Progress()
-    tools = _load_tools(args.tools) if args.tools is not None else None
+    tools = read_tools_file(args.tools) if args.tools is not None else None  # before any record
 
     def report(where: dict, label: str, text: str | None, problem: str | None = None) -> None:
         """One output's result: its diagnostics, or the problem that kept it from being checked."""
