@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 from .inputs import CommandError, display_name, json_list_of_objects, load_json, read_text
@@ -28,14 +29,15 @@ def cmd_render(args) -> int:
             if tools:
                 text = omp.render_tool_prompt(tools, unsafe=args.unsafe) + "\n\n" + text
     except UnsafeContentError as err:
-        raise CommandError(str(err), code=1) from None
+        raise CommandError(in_options(str(err), args), code=1) from None
     except KeyError as err:
         raise CommandError(f"a message or tool lacks the field {err.args[0]!r}", code=1) from None
     except RecursionError:
         raise CommandError("the messages or tools nest too deeply to render", code=1) from None
     except (ValueError, TypeError, AttributeError) as err:
         # a field of the wrong JSON type deep inside a message or tool
-        raise CommandError(f"a message or tool has a field of the wrong type or value: {err}", code=1) from None
+        raise CommandError(in_options(f"a message or tool has a field of the wrong type or value: {err}", args),
+                           code=1) from None
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as err:
@@ -45,6 +47,21 @@ def cmd_render(args) -> int:
                            " UTF-8 cannot encode", code=1) from None
     sys.stdout.write(text)
     return 0
+
+
+# A renderer's advice names its keyword argument, `pass unsafe='strip'`: the command's user typed options.
+_KEYWORD_ARGUMENT = re.compile(r"\b([a-z][a-z_]*)=(['\"])([\w.-]+)\2")
+
+
+def in_options(message: str, args) -> str:
+    """A renderer's message with each `name='value'` that one of this command's options sets written
+    as that option (`--unsafe strip`, `--unmatched-tool-call-id keep`). The options are the
+    renderers' keyword arguments under argparse's names, so the parsed `args` say which they are."""
+    def option(found: re.Match) -> str:
+        name, value = found.group(1), found.group(3)
+        return f"--{name.replace('_', '-')} {value}" if name in vars(args) else found.group()
+
+    return _KEYWORD_ARGUMENT.sub(option, message)
 
 
 def _surrogate_field(value) -> str | None:
