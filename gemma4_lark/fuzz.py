@@ -18,6 +18,9 @@ Strategies (import them in your own tests):
 Comparing: `comparable(events)`, what two strict event streams must agree on; `typed(value)`, a
 value in a form where 1, 1.0, True and -0.0, 0.0 differ.
 
+Settings: `settings(max_examples=...)`, hypothesis settings for properties over these strategies
+(no deadline, no too-slow health check: see its docstring).
+
 The `--target` protocol: the command reads one JSON object per line, {"text": "..."}, and answers
 each with one line, {"calls": [{"name": ..., "arguments": {...}}, ...], "text": "..."}: the calls
 it found and the text left over. The campaign sends canonical streams and compares the answers
@@ -53,6 +56,25 @@ def names() -> st.SearchStrategy:
 
 def calls() -> st.SearchStrategy:
     return st.tuples(names(), st.dictionaries(st.text().filter(lambda s: _D not in s), values(), max_size=5))
+
+
+def settings(**overrides):
+    """Hypothesis settings for a property over these strategies: `overrides` (max_examples, ...) on
+    top of the current profile, without a deadline and without the too_slow health check.
+
+    These strategies draw whole calls and streams, nested values and the grammar's own strings; on
+    a loaded or small machine (2 shared cores) drawing the first examples can take longer than the
+    health check allows, and the run then fails having found nothing (1 run in 13 did, running the
+    guide's example). How long a draw takes says nothing about a parser, so neither the check nor a
+    deadline belongs in a differential property."""
+    from hypothesis import HealthCheck
+    from hypothesis import settings as hypothesis_settings
+
+    current = hypothesis_settings()  # the profile loaded
+    options = {"deadline": None, **overrides}
+    options["suppress_health_check"] = [*current.suppress_health_check, HealthCheck.too_slow,
+                                        *options.get("suppress_health_check", ())]
+    return hypothesis_settings(current, **options)
 
 
 def canonical_call(name: str, arguments: dict) -> str:
