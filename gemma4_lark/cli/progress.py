@@ -11,7 +11,8 @@ class Progress:
     """One status line on standard error, rewritten in place, for the commands that can run long
     (validate --jsonl, conformance run); written only when standard error is a terminal, as pip
     and pytest do, so logs and pipes get no carriage returns. Whoever prints to the same terminal
-    calls clear() first."""
+    calls clear() just before it prints (not before work that prints nothing: that would rewrite
+    the line once per record)."""
 
     def __init__(self, stream=None, interval: float = 0.2):
         self.stream = sys.stderr if stream is None else stream
@@ -35,10 +36,11 @@ class Progress:
         self._width = len(text)
 
     def clear(self) -> None:
+        """Blank the line, when one is shown. It comes back at the next show() after `interval`: a
+        run that prints many findings redraws it a few times a second, not once per finding."""
         if self.enabled and self._width:
             self._write("\r" + " " * self._width + "\r")
             self._width = 0
-            self._shown_at = float("-inf")
 
     def _write(self, text: str) -> None:
         try:
@@ -50,6 +52,7 @@ class Progress:
 
 def _terminal_columns() -> int:
     try:
-        return os.get_terminal_size(2).columns
+        columns = os.get_terminal_size(2).columns
     except (OSError, ValueError):
         return 80
+    return columns or 80  # a terminal whose size nobody set (a fresh pseudo-terminal) says 0

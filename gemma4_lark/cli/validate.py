@@ -164,8 +164,8 @@ def cmd_validate(args) -> int:
             tally.invalid += 1
         if args.summary:
             return
-        progress.clear()
         if args.json:
+            progress.clear()
             print(json.dumps({**where, **result}, ensure_ascii=False))
             return
         if problem is not None:
@@ -175,7 +175,10 @@ def cmd_validate(args) -> int:
                 return
             if "line" in where and len(tally.repeats) < _REMEMBERED_PROBLEMS:
                 tally.repeats[repeat] = 0
+            progress.clear()
             print(f"{label}: error: {problem}")
+        if diagnostics:  # (a valid output prints nothing: the status line stays)
+            progress.clear()
         for d in diagnostics:
             field = f'"{where["field"]}", ' if where.get("field") else ""
             if "line" in where:  # a JSONL record: its line in the file, then the position in the output
