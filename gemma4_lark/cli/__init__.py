@@ -2,9 +2,9 @@
 
 One module per concept: `command` (the parser of arguments and `main`: exit codes, standard output's
 errors), one module per command group (`validate`, `decode`, `render`, `grammar` with `docs`), and
-what they share: `inputs` (files, standard input, JSON, CommandError), `output` (standard output,
-carets), `progress` (the status line on a terminal), `arguments` (number types, optional
-dependencies). Commands of the streaming layer (`parse`, `demo`, `fuzz`, `conformance`) build on
+what they share: `inputs` (files, standard input, JSON, CommandError), `tools_file` (the `--tools`
+file, read one way by every command), `output` (standard output, carets), `progress` (the status
+line on a terminal), `arguments` (number types, optional dependencies). Commands of the streaming layer (`parse`, `demo`, `fuzz`, `conformance`) build on
 the names exported here.
 """
 
