@@ -12,7 +12,6 @@ import time
 import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
-from hypothesis import strategies as st
 from hypothesis.errors import FailedHealthCheck
 
 from conftest import REPO

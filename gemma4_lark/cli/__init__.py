@@ -4,8 +4,8 @@ One module per concept: `command` (the parser of arguments and `main`: exit code
 errors), one module per command group (`validate`, `decode`, `render`, `grammar` with `docs`), and
 what they share: `inputs` (files, standard input, JSON, CommandError), `tools_file` (the `--tools`
 file, read one way by every command), `output` (standard output, carets), `progress` (the status
-line on a terminal), `arguments` (number types, optional dependencies). Commands of the streaming layer (`parse`, `demo`, `fuzz`, `conformance`) build on
-the names exported here.
+line on a terminal), `arguments` (number types, optional dependencies). Commands of the streaming
+layer (`parse`, `demo`, `fuzz`, `conformance`) build on the names exported here.
 """
 
 from .arguments import DISTRIBUTION, add_max_depth, at_least, missing_extra, optional_dependencies

@@ -58,4 +58,3 @@ def read_tools_file(path: str) -> list:
 
 def _tool_position(text: str, index: int | None) -> str:
     return "" if index is None else item_position(text, index, "the tool")
-

@@ -8,9 +8,7 @@ import sys
 
 from ..validate import validate
 from .arguments import add_max_depth
-from .inputs import (
-    CommandError, NotUTF8, display_name, load_json, not_utf8, os_message, read_text, stdin_binary,
-)
+from .inputs import CommandError, NotUTF8, display_name, load_json, not_utf8, os_message, read_text, stdin_binary
 from .output import caret_lines, check_reader, escape_unencodable_output
 from .progress import Progress
 from .tools_file import read_tools_file
