@@ -67,6 +67,7 @@ def test_validate_jsonl_shows_its_progress_on_a_terminal_only(evals):
     assert piped.returncode == 0 and piped.stderr == "" and piped.stdout == out
 
 
+@pytest.mark.slow  # waits out a hanging target
 def test_conformance_run_says_on_a_terminal_that_the_target_is_silent(tmp_path):
     target = " ".join([sys.executable, HOSTILE, "once", str(tmp_path / "answered")])
     argv = ["conformance", "run", "--target", target, "--timeout", "1.5", "--generated", "0", "--mutated", "0",
