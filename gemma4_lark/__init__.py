@@ -4,6 +4,7 @@ The strict parser is generated from `grammar/gemma4.lark`; see `parse_call` and 
 """
 
 from .diagnostics import Diagnostic
+from .error_base import Gemma4Error
 from .errors import GemmaSyntaxError
 from .model import (
     AwaitingResponse, Media, ModelOutput, StopMarker, Text, ThinkSwitch, Thought, ThoughtPrefill, ToolCall,
@@ -16,7 +17,7 @@ from .parser import (
 from .validate import validate
 
 __all__ = [
-    "AwaitingResponse", "Diagnostic", "GemmaSyntaxError", "Media", "ModelOutput", "StopMarker",
+    "AwaitingResponse", "Diagnostic", "Gemma4Error", "GemmaSyntaxError", "Media", "ModelOutput", "StopMarker",
     "Text", "ThinkSwitch", "Thought", "ThoughtPrefill", "ToolCall", "ToolDeclaration", "ToolResponse", "Transcript",
     "Turn", "parse_call", "parse_declaration", "parse_model_output", "parse_response",
     "parse_thought", "parse_transcript", "parse_value", "validate",

@@ -27,11 +27,12 @@ from . import parser as strict
 from .errors import GemmaSyntaxError
 from .model import to_jsonable
 from .validate import start_rule_of, validate
+from .error_base import Gemma4Error
 
 DISTRIBUTION = "gemma4-lark"
 
 
-class CommandError(Exception):
+class CommandError(Gemma4Error):
     """A problem the user has to fix (unreadable input, wrong JSON, missing extra): printed as one
     line after the command's name, exit `code`."""
 
@@ -120,11 +121,11 @@ def load_json(text: str, name: str, what: str):
 
 
 # --- writing output -----------------------------------------------------------------------------
-class _ReaderGone(Exception):
+class _ReaderGone(Gemma4Error):
     """Standard output's reader went away (`| head`)."""
 
 
-class _OutputFailed(Exception):
+class _OutputFailed(Gemma4Error):
     """Standard output cannot be written (closed descriptor, full disk)."""
 
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 from .grammar import literal_terminals, terminal_literal
 from .diagnostics import LineIndex, shown_line
 from .tokens import STRING_DELIMITER
+from .error_base import Gemma4Error
 
 # Terminals that can begin a value, and so are expected wherever a value may stand.
 _VALUE_STARTS = {"STRING", "INTEGER", "FLOAT", "BARE_WORD", "LBRACE", "LBRACKET"}
@@ -31,7 +32,7 @@ _NUMBER_LIKE = "+-.0123456789"
 _EXCERPT_END = " \t\r\n,{}[]<:"
 
 
-class GemmaSyntaxError(ValueError):
+class GemmaSyntaxError(ValueError, Gemma4Error):
     """Text that is not in the language.
 
     Attributes: `line` and `column` (1-based), `pos` (0-based character offset), `expected`

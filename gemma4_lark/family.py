@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .error_base import Gemma4Error
+
 # Model ids as hubs and servers write them: "google/gemma-4-31b-it", "gemma4:e4b",
 # "mlx-community/gemma-3-27b-it-4bit", "functiongemma-270m-it", "gemma3n:e2b".
 _FAMILY = re.compile(r"(?:^|[/:_\-\s])(function)?gemma[-_ ]?(\d+)(n)?(?=$|[^0-9])", re.IGNORECASE)
@@ -46,7 +48,7 @@ def format_for_model(model_id: str, *, supports_tools: bool | None = None):
     return result.format, result.reason
 
 
-class WrongModelFamilyError(ValueError):
+class WrongModelFamilyError(ValueError, Gemma4Error):
     """A Gemma 4 renderer was asked to render for a model that speaks another format."""
 
 

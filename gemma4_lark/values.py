@@ -25,6 +25,7 @@ from .model import (
 )
 from .schema.lexeme import LosslessCall, Scalar
 from .tokens import STRING_DELIMITER
+from .error_base import Gemma4Error
 
 _DELIMITER_LENGTH = len(STRING_DELIMITER)
 
@@ -44,7 +45,7 @@ current: contextvars.ContextVar[ParseState] = contextvars.ContextVar("gemma4_par
 _INFINITY = float("inf")
 
 
-class NumberOutOfRange(Exception):
+class NumberOutOfRange(Gemma4Error):
     """A number beyond the range of a double."""
 
     def __init__(self, pos: int, text: str):
@@ -52,7 +53,7 @@ class NumberOutOfRange(Exception):
         self.text = text
 
 
-class IntegerTooLong(Exception):
+class IntegerTooLong(Gemma4Error):
     """An integer with more digits than `MAX_INTEGER_DIGITS`."""
 
     def __init__(self, pos: int, text: str, digits: int):
@@ -90,7 +91,7 @@ def decode_integer(text: str, pos: int = 0) -> int:
     return int(text)
 
 
-class DepthExceeded(Exception):
+class DepthExceeded(Gemma4Error):
     """Raised from the lexer when brackets nest deeper than the parse allows."""
 
     def __init__(self, pos: int, max_depth: int):
