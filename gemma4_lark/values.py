@@ -20,12 +20,19 @@ import sys
 from dataclasses import dataclass, field
 
 from .model import (
-    AwaitingResponse, Media, ModelOutput, StopMarker, Text, ThinkSwitch, Thought, ThoughtPrefill, ToolCall,
+    AwaitingResponse, Media, OutputDocument, StopPart, TextPart, ThinkSwitch, Thought, ThoughtPrefill, ToolCall,
     ToolDeclaration, ToolResponse, Transcript, Turn,
 )
 from .schema.lexeme import LosslessCall, Scalar
 from .tokens import STRING_DELIMITER
 from .error_base import Gemma4Error
+
+# What other modules may use; the transformers (`Build`, `LosslessBuild`) and the per-parse state
+# (`current`) are the strict parser's own.
+__all__ = [
+    "DepthExceeded", "IntegerTooLong", "Located", "MAX_INTEGER_DIGITS", "NumberOutOfRange", "check_integer_length",
+    "decode_integer", "integer_digit_limit",
+]
 
 _DELIMITER_LENGTH = len(STRING_DELIMITER)
 
@@ -212,13 +219,13 @@ class Build:
 
     # --- documents ---------------------------------------------------------------------------
     def text(self, token):
-        return Text(str(token))
+        return TextPart(str(token))
 
     def thought(self, _open, *rest):
         return Thought(rest[0] if len(rest) == 2 else "")
 
     def stop_marker(self, token):
-        return StopMarker(str(token))
+        return StopPart(str(token))
 
     def awaiting_response(self, _token):
         return AwaitingResponse()
@@ -233,7 +240,7 @@ class Build:
         return Media(token[2:-2])  # `<|image|>` -> "image"
 
     def model_output(self, *parts):
-        return ModelOutput(list(parts))
+        return OutputDocument(list(parts))
 
     def turn(self, _open, role_line, *parts):
         # the closer is a token (a str), every other item a part

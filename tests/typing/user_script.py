@@ -27,8 +27,8 @@ assert_type(call.name, str)
 assert_type(call.arguments, dict[str, Any])
 assert call.arguments == {"location": "Tokyo, JP", "days": 3}
 
-output = g.parse_model_output("Checking." + BLOCK)
-assert_type(output, g.ModelOutput)
+output = g.parse_output_document("Checking." + BLOCK)
+assert_type(output, g.OutputDocument)
 assert_type(output.calls, list[g.ToolCall])
 assert [c.name for c in output.calls] == ["get_weather"]
 
@@ -107,7 +107,6 @@ from gemma4_incremental.openai import OpenAIStream, to_openai_message
 
 message = to_openai_message(parsed)
 assert_type(message, dict[str, Any])
-assert_type(parsed.to_openai(), dict[str, Any])
 assert message["tool_calls"][0]["function"]["name"] == "get_weather"
 stream = OpenAIStream(StreamParser(), model="gemma-4")
 chunks = stream.feed("Sure." + BLOCK)
