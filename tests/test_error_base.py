@@ -121,6 +121,26 @@ def test_one_except_catches_the_refusals_of_each_layer():
         assert isinstance(info.value, ValueError)  # the built-in base callers caught before
 
 
+def _called(arguments):
+    return [{"role": "assistant", "tool_calls": [{"id": "c", "type": "function",
+                                                  "function": {"name": "f", "arguments": arguments}}]}]
+
+
+@pytest.mark.parametrize("arguments, built_in, what", [
+    ({"a": {1, 2}}, TypeError, ".arguments.a: set has no text in the value language"),
+    ({"a": b"x"}, TypeError, ".arguments.a: bytes has no text in the value language"),
+    ({1: 2}, TypeError, ".arguments: object keys must be str, not int"),
+    ({"a": [[[[]]]]}, ValueError, ".arguments.a[0][0]: the value nests deeper than 3 levels once rendered"),
+])
+def test_a_value_the_renderers_cannot_write_is_refused_with_its_path(arguments, built_in, what):
+    # these were a bare TypeError or ValueError, the path at the end; now a ShapeError, path first
+    for render in (lambda: render_chat(_called(arguments), max_depth=3),
+                   lambda: gemma4_lark.omp.render_tool_call("f", arguments, max_depth=3)):
+        with pytest.raises(Gemma4Error) as info:
+            render()
+        assert isinstance(info.value, built_in) and what in str(info.value), str(info.value)
+
+
 def _tool(schema):
     return {"type": "function", "function": {"name": "f", "parameters": {
         "type": "object", "properties": {"a": schema}, "required": ["a"]}}}
