@@ -24,7 +24,8 @@ class ModelFormat:
 
 
 def classify(model_id: str, *, supports_tools: bool | None = None) -> ModelFormat:
-    """The format `model_id` speaks, with the reason."""
+    """The format `model_id` speaks, with the reason. Raises nothing: an id of no known format
+    gets the format None, and the reason says why."""
     text = str(model_id or "")
     if supports_tools is False:
         return ModelFormat(None, f"{text!r} is marked as not supporting tools")
