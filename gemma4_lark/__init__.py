@@ -10,7 +10,7 @@ import typing as _typing
 
 from .diagnostics import Diagnostic
 from .error_base import Gemma4Error
-from .errors import GemmaSyntaxError
+from .errors import GemmaSyntaxError, PromptError
 from .exports import module_getattr as _module_getattr
 from .model import (
     AwaitingResponse, Media, OutputDocument, StopPart, TextPart, ThinkSwitch, Thought, ThoughtPrefill, ToolCall,
@@ -32,7 +32,7 @@ if _typing.TYPE_CHECKING:  # what the lazy names are, for type checkers
 
 __all__ = [
     "ArgumentsError", "AwaitingResponse", "Diagnostic", "Gemma4Error", "GemmaSyntaxError", "Media", "OutputDocument",
-    "ShapeError", "StopPart", "TextPart", "ThinkSwitch", "Thought", "ThoughtPrefill", "ToolCall", "ToolDeclaration",
+    "PromptError", "ShapeError", "StopPart", "TextPart", "ThinkSwitch", "Thought", "ThoughtPrefill", "ToolCall", "ToolDeclaration",
     "ToolResponse", "Transcript", "Turn", "UnsafeContentError", "WrongModelFamilyError", "classify", "constrain",
     "demote_thinking", "from_openai_messages", "omp", "parse_call", "parse_declaration", "parse_output_document",
     "parse_response", "parse_thought", "parse_transcript", "parse_value", "read_official", "read_omp", "render_chat",

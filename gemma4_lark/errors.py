@@ -65,6 +65,12 @@ class GemmaSyntaxError(ValueError, Gemma4Error):
         return (_rebuild, (type(self), self.__dict__))
 
 
+class PromptError(ValueError, Gemma4Error):
+    """A prompt in the language that a reader cannot take: it does not end where a model's output
+    can start (`StreamParser.for_prompt`), or it holds what the profile it is read as never writes
+    (`messages.read_omp`). The message names the turn or the offset."""
+
+
 def _rebuild(cls, state):
     err = cls.__new__(cls)
     err.__dict__.update(state)

@@ -50,7 +50,8 @@ def format_for_model(model_id: str, *, supports_tools: bool | None = None):
 
 
 class WrongModelFamilyError(ValueError, Gemma4Error):
-    """A Gemma 4 renderer was asked to render for a model that speaks another format."""
+    """A Gemma 4 renderer was asked to render for a model that speaks another format, or a
+    tokenizer without Gemma 4's control tokens was given to read a stream's token ids."""
 
 
 def require_gemma4(model_id: str) -> None:

@@ -17,7 +17,7 @@ from .model import (
     AwaitingResponse, Media, TextPart, ThinkSwitch, Thought, ThoughtPrefill, ToolCall, ToolDeclaration, ToolResponse,
     Transcript,
 )
-from .errors import GemmaSyntaxError
+from .errors import GemmaSyntaxError, PromptError
 from .parser import parse_transcript
 
 _BOM = "\ufeff"
@@ -46,7 +46,7 @@ def _parse(text: str | Transcript) -> Transcript:
 
 
 def _no_empty_thought(turn_number: int, profile: str) -> None:
-    raise ValueError(f"turn {turn_number} holds an empty thought, which the {profile} profile never writes"
+    raise PromptError(f"turn {turn_number} holds an empty thought, which the {profile} profile never writes"
                      " (empty reasoning renders nothing): no messages render this transcript")
 
 
@@ -232,8 +232,8 @@ def _omp_result_text(value) -> str:
 def read_omp(text: str | Transcript) -> list[dict[str, Any]]:
     """Read a transcript rendered by the omp profile into OMP's message shape.
 
-    Raises `GemmaSyntaxError` when `text` is not a transcript the grammar accepts, and `ValueError`
-    naming the turn for one that the omp profile never writes (an empty thought).
+    Raises `GemmaSyntaxError` when `text` is not a transcript the grammar accepts, and `PromptError`
+    (a `ValueError`) naming the turn for one that the omp profile never writes (an empty thought).
     """
     transcript = _parse(text)
     messages = []

@@ -21,6 +21,7 @@ from gemma4_lark.schema import registry
 # catch it by.
 BUILT_IN_BASES = {
     "GemmaSyntaxError": (ValueError,),
+    "PromptError": (ValueError,),
     "ShapeError": (ValueError, TypeError),
     "ArgumentsError": (ValueError, TypeError),
     "UnsafeContentError": (ValueError,),
@@ -114,11 +115,25 @@ def test_one_except_catches_the_refusals_of_each_layer():
         lambda: render_chat([{"role": "assistant", "tool_calls": [
             {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{"}}]}]),
         lambda: constrain.grammar("lark", tools=[_tool({"type": "integer", "const": "a"})]),
+        lambda: gemma4_incremental.StreamParser.for_prompt("<bos><|turn>user\nHi<turn|>\n"),
+        lambda: gemma4_incremental.StreamParser.for_prompt("<bos><|turn>model\n<|tool_call>call:f{a:"),
+        lambda: gemma4_lark.read_omp("<bos><|turn>model\n<|channel>thought\n<channel|>Hi<turn|>\n"),
+        lambda: gemma4_incremental.StreamParser.for_tokenizer(_NotGemma()),
     ]
     for refuse in refusals:
         with pytest.raises(Gemma4Error) as info:
             refuse()
         assert isinstance(info.value, ValueError)  # the built-in base callers caught before
+
+
+class _NotGemma:
+    """A tokenizer of another family: every token is its unknown token."""
+
+    def convert_tokens_to_ids(self, token):
+        return 0
+
+    def decode(self, ids, skip_special_tokens=False):
+        return "<unk>"
 
 
 def _called(arguments):

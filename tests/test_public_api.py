@@ -47,7 +47,8 @@ def _taught_names(page: str) -> set[tuple[str, str, object]]:
             elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in PACKAGES:
                 module = importlib.import_module(node.module)
                 for alias in node.names:
-                    reached = getattr(module, alias.name, None) or importlib.import_module(f"{node.module}.{alias.name}")
+                    reached = getattr(module, alias.name, None) or importlib.import_module(
+                        f"{node.module}.{alias.name}")
                     taught.add((node.module.split(".")[0], alias.name, reached))
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
