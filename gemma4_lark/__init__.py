@@ -31,12 +31,12 @@ if _typing.TYPE_CHECKING:  # what the lazy names are, for type checkers
     from .render.shapes import ArgumentsError, ShapeError
 
 __all__ = [
-    "ArgumentsError", "AwaitingResponse", "Diagnostic", "Gemma4Error", "GemmaSyntaxError", "Media", "OutputDocument",
-    "PromptError", "ShapeError", "StopPart", "TextPart", "ThinkSwitch", "Thought", "ThoughtPrefill", "ToolCall", "ToolDeclaration",
-    "ToolResponse", "Transcript", "Turn", "UnsafeContentError", "WrongModelFamilyError", "classify", "constrain",
-    "demote_thinking", "from_openai_messages", "omp", "parse_call", "parse_declaration", "parse_output_document",
-    "parse_response", "parse_thought", "parse_transcript", "parse_value", "read_official", "read_omp", "render_chat",
-    "validate",
+    "ArgumentsError", "AwaitingResponse", "Diagnostic", "Gemma4Error", "GemmaSyntaxError", "Media",
+    "OutputDocument", "PromptError", "ShapeError", "StopPart", "TextPart", "ThinkSwitch", "Thought",
+    "ThoughtPrefill", "ToolCall", "ToolDeclaration", "ToolResponse", "Transcript", "Turn", "UnsafeContentError",
+    "WrongModelFamilyError", "classify", "constrain", "demote_thinking", "from_openai_messages", "omp",
+    "parse_call", "parse_declaration", "parse_output_document", "parse_response", "parse_thought",
+    "parse_transcript", "parse_value", "read_official", "read_omp", "render_chat", "validate",
 ]
 
 # Imported when first asked: the renderers and the grammar exports load Lark, which parsing
