@@ -107,7 +107,7 @@ def output_text(case: Case) -> str:
 
 
 def _parse(case: Case):
-    parse = {"value": g.parse_value, "call": g.parse_call, "output": g.parse_model_output,
+    parse = {"value": g.parse_value, "call": g.parse_call, "output": g.parse_output_document,
              "transcript": g.parse_transcript}[case.kind]
     try:
         parse(case.text)

@@ -30,7 +30,7 @@ _IMPORT = "import sys, time; n = len(sys.modules); t = time.perf_counter(); impo
           "print(time.perf_counter() - t, len(sys.modules) - n, len(sys.modules))"
 _FIRST_PARSE = ("import time; t = time.perf_counter(); import gemma4_lark as g; from gemma4_lark import grammar; "
                 "{setup}; u = time.perf_counter(); g.parse_call(" + _CALL + "); v = time.perf_counter(); "
-                "g.parse_model_output(" + _OUTPUT + "); w = time.perf_counter(); "
+                "g.parse_output_document(" + _OUTPUT + "); w = time.perf_counter(); "
                 "print(w - t, v - u, w - v)")
 _STORED = "assert grammar.stored_tables() is not None"
 _BUILT = "grammar.stored_tables = lambda: None"
@@ -64,7 +64,7 @@ def main() -> None:
             total, block, document = _best(_FIRST_PARSE.replace("{setup}", setup))
             print(f"{'first parse, ' + label:52} {total * 1e3:9.1f} ms   "
                   f"(import included; first parse_call {block * 1e3:.1f} ms, "
-                  f"first parse_model_output {document * 1e3:.1f} ms)")
+                  f"first parse_output_document {document * 1e3:.1f} ms)")
 
 
 if __name__ == "__main__":

@@ -72,7 +72,7 @@ def _quiet(function):
 
 ENTRY_POINTS: dict[str, Callable[[str], None]] = {
     "parse_call": _quiet(gemma4_lark.parse_call),
-    "parse_model_output": _quiet(gemma4_lark.parse_model_output),
+    "parse_output_document": _quiet(gemma4_lark.parse_output_document),
     "parse_transcript": _quiet(gemma4_lark.parse_transcript),
     "validate": _quiet(gemma4_lark.validate),
     "StreamParser": _quiet(lambda text: _stream(text, 1 << 30)),

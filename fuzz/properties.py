@@ -89,7 +89,7 @@ def _positioned(err: GemmaSyntaxError, text: str, who: str) -> None:
 
 # --- strict parser and validate --------------------------------------------------------------------
 PARSE_FUNCTIONS = ("parse_call", "parse_response", "parse_declaration", "parse_value", "parse_thought",
-                   "parse_model_output", "parse_transcript")
+                   "parse_output_document", "parse_transcript")
 
 
 def check_parse(name: str) -> Callable:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from lark.load_grammar import GrammarBuilder
 
 from . import grammar
+from .error_base import Gemma4Error
 
 try:  # Python 3.11+
     import re._parser as sre_parse
@@ -46,7 +47,7 @@ class Entry:
         return f"{self.name}.md"
 
 
-class DocsError(Exception):
+class DocsError(Gemma4Error):
     """An example that does not parse, a counterexample that does, or a missing example."""
 
 

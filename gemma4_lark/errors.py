@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 from .grammar import literal_terminals, terminal_literal
 from .diagnostics import LineIndex, shown_line
 from .tokens import STRING_DELIMITER
+from .error_base import Gemma4Error
 
 # Terminals that can begin a value, and so are expected wherever a value may stand.
 _VALUE_STARTS = {"STRING", "INTEGER", "FLOAT", "BARE_WORD", "LBRACE", "LBRACKET"}
@@ -31,7 +32,7 @@ _NUMBER_LIKE = "+-.0123456789"
 _EXCERPT_END = " \t\r\n,{}[]<:"
 
 
-class GemmaSyntaxError(ValueError):
+class GemmaSyntaxError(ValueError, Gemma4Error):
     """Text that is not in the language.
 
     Attributes: `line` and `column` (1-based), `pos` (0-based character offset), `expected`
@@ -62,6 +63,12 @@ class GemmaSyntaxError(ValueError):
 
     def __reduce__(self):  # keep the exception picklable for multiprocessing users
         return (_rebuild, (type(self), self.__dict__))
+
+
+class PromptError(ValueError, Gemma4Error):
+    """A prompt in the language that a reader cannot take: it does not end where a model's output
+    can start (`StreamParser.for_prompt`), or it holds what the profile it is read as never writes
+    (`messages.read_omp`). The message names the turn or the offset."""
 
 
 def _rebuild(cls, state):

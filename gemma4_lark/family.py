@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .error_base import Gemma4Error
+
 # Model ids as hubs and servers write them: "google/gemma-4-31b-it", "gemma4:e4b",
 # "mlx-community/gemma-3-27b-it-4bit", "functiongemma-270m-it", "gemma3n:e2b".
 _FAMILY = re.compile(r"(?:^|[/:_\-\s])(function)?gemma[-_ ]?(\d+)(n)?(?=$|[^0-9])", re.IGNORECASE)
@@ -22,7 +24,8 @@ class ModelFormat:
 
 
 def classify(model_id: str, *, supports_tools: bool | None = None) -> ModelFormat:
-    """The format `model_id` speaks, with the reason."""
+    """The format `model_id` speaks, with the reason. Raises nothing: an id of no known format
+    gets the format None, and the reason says why."""
     text = str(model_id or "")
     if supports_tools is False:
         return ModelFormat(None, f"{text!r} is marked as not supporting tools")
@@ -46,8 +49,9 @@ def format_for_model(model_id: str, *, supports_tools: bool | None = None):
     return result.format, result.reason
 
 
-class WrongModelFamilyError(ValueError):
-    """A Gemma 4 renderer was asked to render for a model that speaks another format."""
+class WrongModelFamilyError(ValueError, Gemma4Error):
+    """A Gemma 4 renderer was asked to render for a model that speaks another format, or a
+    tokenizer without Gemma 4's control tokens was given to read a stream's token ids."""
 
 
 def require_gemma4(model_id: str) -> None:

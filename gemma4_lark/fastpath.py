@@ -43,6 +43,7 @@ from json.encoder import encode_basestring
 
 from . import grammar, marker_search, tokens
 from .model import ToolCall
+from .error_base import Gemma4Error
 
 _INFINITY = float("inf")
 # json.loads refuses an int of more digits than the interpreter's limit, which may be above this
@@ -62,7 +63,7 @@ _PLACEHOLDER = "'"          # no terminal of the structure holds one: the gramma
 _REFUSED = ('"', "\\", "'")  # KEY exclude it, and JSON reads `"` and `\` as its own
 
 
-class _Refused(Exception):
+class _Refused(Gemma4Error):
     pass
 
 

@@ -32,6 +32,7 @@ from lark.parsers.lalr_analysis import Shift
 from lark.parsers.lalr_parser import _Parser
 
 from .possessive import lexer_pattern
+from .error_base import Gemma4Error
 
 try:
     from lark.utils import TextSlice  # lark >= 1.3: the lexer reads a TextSlice
@@ -101,7 +102,7 @@ def _text(token) -> str:
     return token.value
 
 
-class _Rejected(Exception):
+class _Rejected(Gemma4Error):
     """The driver cannot take the input; Lark will say why."""
 
 

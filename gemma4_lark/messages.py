@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .model import (
-    AwaitingResponse, Media, Text, ThinkSwitch, Thought, ThoughtPrefill, ToolCall, ToolDeclaration, ToolResponse,
+    AwaitingResponse, Media, TextPart, ThinkSwitch, Thought, ThoughtPrefill, ToolCall, ToolDeclaration, ToolResponse,
     Transcript,
 )
-from .errors import GemmaSyntaxError
+from .errors import GemmaSyntaxError, PromptError
 from .parser import parse_transcript
 
 _BOM = "\ufeff"
@@ -46,7 +46,7 @@ def _parse(text: str | Transcript) -> Transcript:
 
 
 def _no_empty_thought(turn_number: int, profile: str) -> None:
-    raise ValueError(f"turn {turn_number} holds an empty thought, which the {profile} profile never writes"
+    raise PromptError(f"turn {turn_number} holds an empty thought, which the {profile} profile never writes"
                      " (empty reasoning renders nothing): no messages render this transcript")
 
 
@@ -77,7 +77,7 @@ def _media_part(media: Media) -> dict:
 def _user_content(parts):
     message = {"content": ""}
     for part in parts:
-        if isinstance(part, (Text, Media)):
+        if isinstance(part, (TextPart, Media)):
             _add_content(message, part)
     return message["content"]
 
@@ -85,12 +85,12 @@ def _user_content(parts):
 def _add_content(message: dict, part) -> None:
     """Text joins a string content; media turns the content into a list of parts."""
     content = message["content"]
-    if isinstance(part, Text) and isinstance(content, str):
+    if isinstance(part, TextPart) and isinstance(content, str):
         message["content"] = content + part.text
         return
     if isinstance(content, str):
         content = [{"type": "text", "text": content}] if content else []
-    content.append({"type": "text", "text": part.text} if isinstance(part, Text) else _media_part(part))
+    content.append({"type": "text", "text": part.text} if isinstance(part, TextPart) else _media_part(part))
     message["content"] = content
 
 
@@ -105,10 +105,10 @@ def read_official(text: str | Transcript) -> OfficialPrompt:
         if parts and isinstance(parts[0], ThinkSwitch):
             prompt.enable_thinking = True
             parts.pop(0)
-            if parts and isinstance(parts[0], Text) and parts[0].text.startswith("\n"):
-                parts[0] = Text(parts[0].text[1:])
+            if parts and isinstance(parts[0], TextPart) and parts[0].text.startswith("\n"):
+                parts[0] = TextPart(parts[0].text[1:])
         prompt.tools = [_tool_from_declaration(p) for p in parts if isinstance(p, ToolDeclaration)]
-        content = "".join(p.text for p in parts if isinstance(p, Text))
+        content = "".join(p.text for p in parts if isinstance(p, TextPart))
         # An empty system message leaves no trace when thinking or tools open the system turn anyway,
         # unless a developer message comes next (it would take the system message's place).
         absorbs = bool(turns) and turns[0].role in ("system", "developer")
@@ -194,7 +194,7 @@ def read_official(text: str | Transcript) -> OfficialPrompt:
                 if isinstance(result["content"], str):
                     result["content"] = [{"type": "text", "text": result["content"]}]
                 result["content"].append(_media_part(part))
-            elif isinstance(part, (Text, Media)):
+            elif isinstance(part, (TextPart, Media)):
                 if message.get("_responded") and not prefill_after:
                     # text after the results: the template writes a following assistant message
                     # into the same turn; as a message of its own it also resets what the
@@ -232,15 +232,15 @@ def _omp_result_text(value) -> str:
 def read_omp(text: str | Transcript) -> list[dict[str, Any]]:
     """Read a transcript rendered by the omp profile into OMP's message shape.
 
-    Raises `GemmaSyntaxError` when `text` is not a transcript the grammar accepts, and `ValueError`
-    naming the turn for one that the omp profile never writes (an empty thought).
+    Raises `GemmaSyntaxError` when `text` is not a transcript the grammar accepts, and `PromptError`
+    (a `ValueError`) naming the turn for one that the omp profile never writes (an empty thought).
     """
     transcript = _parse(text)
     messages = []
     calls = 0
     for number, turn in enumerate(transcript.turns):
         if turn.role in ("system", "user"):
-            messages.append({"role": turn.role, "content": "".join(p.text for p in turn.parts if isinstance(p, Text))})
+            messages.append({"role": turn.role, "content": "".join(p.text for p in turn.parts if isinstance(p, TextPart))})
             continue
         content, results, ids = [], [], []
         for part in turn.parts:
@@ -248,7 +248,7 @@ def read_omp(text: str | Transcript) -> list[dict[str, Any]]:
                 if not part.text:
                     _no_empty_thought(number, "omp")
                 content.append({"type": "thinking", "thinking": part.text})
-            elif isinstance(part, Text):
+            elif isinstance(part, TextPart):
                 content.append({"type": "text", "text": part.text})
             elif isinstance(part, ToolCall):
                 ids.append(f"call_{calls}")

@@ -2,12 +2,22 @@
 
 They hold plain Python values (str, int, float, bool, None, list, dict), never parser tokens, so they
 compare, print and serialise like the data they stand for.
+
+A part whose concept a stream event shares is named with `Part` (`TextPart`, `StopPart`): the
+events of `gemma4_incremental` are `Text` and `Stop`, other objects (docs/architecture.md, "Names").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Union
+
+from .exports import module_getattr as _module_getattr
+
+__all__ = [
+    "AwaitingResponse", "Media", "OutputDocument", "StopPart", "TextPart", "ThinkSwitch", "Thought", "ThoughtPrefill",
+    "ToolCall", "ToolDeclaration", "ToolResponse", "Transcript", "Turn", "to_jsonable",
+]
 
 
 @dataclass(frozen=True)
@@ -35,7 +45,7 @@ class ToolDeclaration:
 
 
 @dataclass(frozen=True)
-class Text:
+class TextPart:
     """Free text between structural tokens, every byte kept."""
 
     text: str
@@ -55,7 +65,7 @@ class ThoughtPrefill:
 
 
 @dataclass(frozen=True)
-class StopMarker:
+class StopPart:
     """The token that ended a model output: `<|tool_response>`, `<turn|>` or `<eos>`."""
 
     marker: str
@@ -79,13 +89,13 @@ class Media:
 
 
 Part = Union[
-    Text, Thought, ToolCall, ToolResponse, ToolDeclaration, StopMarker, AwaitingResponse,
+    TextPart, Thought, ToolCall, ToolResponse, ToolDeclaration, StopPart, AwaitingResponse,
     ThinkSwitch, Media, ThoughtPrefill,
 ]
 
 
 @dataclass(frozen=True)
-class ModelOutput:
+class OutputDocument:
     """A whole model output: text, thoughts and calls in order, then the stop marker if any."""
 
     parts: list = field(default_factory=list)
@@ -97,7 +107,7 @@ class ModelOutput:
     @property
     def stop(self) -> str | None:
         last = self.parts[-1] if self.parts else None
-        return last.marker if isinstance(last, StopMarker) else None
+        return last.marker if isinstance(last, StopPart) else None
 
 
 @dataclass(frozen=True)
@@ -122,7 +132,7 @@ def to_jsonable(obj: Any) -> Any:
     """A parse result as JSON-ready data: each part becomes {"type": ..., fields...}."""
     if isinstance(obj, list):  # a run of blocks
         return [to_jsonable(item) for item in obj]
-    if isinstance(obj, ModelOutput):
+    if isinstance(obj, OutputDocument):
         return {"type": "model_output", "parts": [to_jsonable(p) for p in obj.parts]}
     if isinstance(obj, Transcript):
         return {"type": "transcript", "bos": obj.bos, "turns": [to_jsonable(t) for t in obj.turns]}
@@ -130,7 +140,7 @@ def to_jsonable(obj: Any) -> Any:
         return {"role": obj.role, "closed": obj.closed, "parts": [to_jsonable(p) for p in obj.parts]}
     kinds = {
         ToolCall: "tool_call", ToolResponse: "tool_response", ToolDeclaration: "tool_declaration",
-        Text: "text", Thought: "thought", StopMarker: "stop", AwaitingResponse: "awaiting_response",
+        TextPart: "text", Thought: "thought", StopPart: "stop", AwaitingResponse: "awaiting_response",
         ThinkSwitch: "think", Media: "media", ThoughtPrefill: "thought_prefill",
     }
     kind = kinds.get(type(obj))
@@ -139,3 +149,7 @@ def to_jsonable(obj: Any) -> Any:
     data = {"type": kind}
     data.update(obj.__dict__)
     return data
+
+
+# The names of one release before: they still work, and warn (docs/architecture.md, "Names").
+__getattr__ = _module_getattr(__name__, renamed={"Text": "TextPart", "StopMarker": "StopPart", "ModelOutput": "OutputDocument"})

@@ -13,14 +13,23 @@ from typing import TYPE_CHECKING
 
 from . import accelerators, fastpath, grammar
 from .errors import GemmaSyntaxError, from_lark
-from .model import ModelOutput, ToolCall, ToolDeclaration, ToolResponse, Thought, Transcript
+from .model import OutputDocument, ToolCall, ToolDeclaration, ToolResponse, Thought, Transcript
 from .diagnostics import LineIndex
 from .values import (
     Build, DepthExceeded, LosslessBuild, IntegerTooLong, NumberOutOfRange, ParseState, current, integer_digit_limit,
 )
 
+from .exports import module_getattr as _module_getattr
+
 if TYPE_CHECKING:
     from .lalr import LeanLALR
+
+# The strict parser's public surface; the parsers it builds and the entry at an offset
+# (`block_parser`, `parse_from`, ...) are the library's own, used by its other modules.
+__all__ = [
+    "DEFAULT_MAX_DEPTH", "parse_call", "parse_declaration", "parse_output_document", "parse_response", "parse_thought",
+    "parse_transcript", "parse_value",
+]
 
 DEFAULT_MAX_DEPTH = 512
 
@@ -173,8 +182,10 @@ def parse_thought(text: str) -> Thought:
     return parse(text, "thought")
 
 
-def parse_model_output(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> ModelOutput:
-    """A whole model output (text, thoughts, calls, a final stop marker) -> ModelOutput.
+def parse_output_document(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> OutputDocument:
+    """A whole model output (text, thoughts, calls, a final stop marker) -> OutputDocument, read
+    strictly as the grammar's `model_output` (`gemma4_incremental.parse_output` reads it as a
+    stream, leniently, and never raises for the text).
 
     Raises `GemmaSyntaxError` (a `ValueError`, with line, column and position) for text outside the
     language, nesting deeper than `max_depth` and numbers beyond a double included; `TypeError`
@@ -191,3 +202,7 @@ def parse_transcript(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> Transc
     when `text` is not a str.
     """
     return parse(text, "transcript", max_depth=max_depth)
+
+
+# The names of one release before: they still work, and warn (docs/architecture.md, "Names").
+__getattr__ = _module_getattr(__name__, renamed={"parse_model_output": "parse_output_document"})

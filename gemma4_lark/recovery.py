@@ -46,6 +46,7 @@ from . import tokens
 from .diagnostics import Diagnostic, LineIndex
 from .model import ToolCall
 from .schema.lexeme import Scalar
+from .error_base import Gemma4Error
 
 _DELIM = tokens.STRING_DELIMITER
 _WS = " \t\r\n"  # the WS terminal's characters (no grammar code here: tests/test_recovery.py)
@@ -581,7 +582,7 @@ class _Decoder:
                 is_object = type(top) is dict
 
 
-class _Abandon(Exception):
+class _Abandon(Gemma4Error):
     """The block is beyond recovery (too deep, or its members cannot be told apart)."""
 
     def __init__(self, diagnostics=()):

@@ -32,6 +32,7 @@ from .diagnostics import Diagnostic, LineIndex
 from .events import (
     Stop, StrayMarkup, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart,
 )
+from .error_base import Gemma4Error
 
 _DELIMITER = tokens.STRING_DELIMITER
 _BLANKS = " \t\r\n"  # the grammar's insignificant whitespace: ASCII only
@@ -63,7 +64,7 @@ class Reading:
     message: str = ""
 
 
-class _Refused(Exception):
+class _Refused(Gemma4Error):
     def __init__(self, code: str, pos: int, message: str):
         super().__init__(message)
         self.code, self.pos, self.message = code, pos, message

@@ -20,11 +20,19 @@ import sys
 from dataclasses import dataclass, field
 
 from .model import (
-    AwaitingResponse, Media, ModelOutput, StopMarker, Text, ThinkSwitch, Thought, ThoughtPrefill, ToolCall,
+    AwaitingResponse, Media, OutputDocument, StopPart, TextPart, ThinkSwitch, Thought, ThoughtPrefill, ToolCall,
     ToolDeclaration, ToolResponse, Transcript, Turn,
 )
 from .schema.lexeme import LosslessCall, Scalar
 from .tokens import STRING_DELIMITER
+from .error_base import Gemma4Error
+
+# What other modules may use; the transformers (`Build`, `LosslessBuild`) and the per-parse state
+# (`current`) are the strict parser's own.
+__all__ = [
+    "DepthExceeded", "IntegerTooLong", "Located", "MAX_INTEGER_DIGITS", "NumberOutOfRange", "check_integer_length",
+    "decode_integer", "integer_digit_limit",
+]
 
 _DELIMITER_LENGTH = len(STRING_DELIMITER)
 
@@ -44,7 +52,7 @@ current: contextvars.ContextVar[ParseState] = contextvars.ContextVar("gemma4_par
 _INFINITY = float("inf")
 
 
-class NumberOutOfRange(Exception):
+class NumberOutOfRange(Gemma4Error):
     """A number beyond the range of a double."""
 
     def __init__(self, pos: int, text: str):
@@ -52,7 +60,7 @@ class NumberOutOfRange(Exception):
         self.text = text
 
 
-class IntegerTooLong(Exception):
+class IntegerTooLong(Gemma4Error):
     """An integer with more digits than `MAX_INTEGER_DIGITS`."""
 
     def __init__(self, pos: int, text: str, digits: int):
@@ -90,7 +98,7 @@ def decode_integer(text: str, pos: int = 0) -> int:
     return int(text)
 
 
-class DepthExceeded(Exception):
+class DepthExceeded(Gemma4Error):
     """Raised from the lexer when brackets nest deeper than the parse allows."""
 
     def __init__(self, pos: int, max_depth: int):
@@ -211,13 +219,13 @@ class Build:
 
     # --- documents ---------------------------------------------------------------------------
     def text(self, token):
-        return Text(str(token))
+        return TextPart(str(token))
 
     def thought(self, _open, *rest):
         return Thought(rest[0] if len(rest) == 2 else "")
 
     def stop_marker(self, token):
-        return StopMarker(str(token))
+        return StopPart(str(token))
 
     def awaiting_response(self, _token):
         return AwaitingResponse()
@@ -232,7 +240,7 @@ class Build:
         return Media(token[2:-2])  # `<|image|>` -> "image"
 
     def model_output(self, *parts):
-        return ModelOutput(list(parts))
+        return OutputDocument(list(parts))
 
     def turn(self, _open, role_line, *parts):
         # the closer is a token (a str), every other item a part

@@ -12,7 +12,7 @@ from typing import Callable
 
 import gemma4_lark
 from gemma4_lark import tokens
-from gemma4_lark.errors import GemmaSyntaxError
+from gemma4_lark.errors import GemmaSyntaxError, PromptError
 from gemma4_lark.model import ThoughtPrefill, ToolResponse
 
 __all__ = ["starts_in_thinking"]
@@ -22,9 +22,9 @@ def starts_in_thinking(prompt: str, reader: Callable[[], object]) -> bool:
     """Whether the output that follows `prompt` starts inside a thought. `reader()` makes a parser
     of the caller's options, to read an assistant prefill as output is read.
 
-    Raises `ValueError` when the prompt does not end in an open model turn (no generation prompt;
-    a model turn the template closed after tool results, with the message's text after them,
-    counts as open) or ends inside a call block, and `GemmaSyntaxError` (with its position) when
+    Raises `PromptError` (a `ValueError`) when the prompt does not end in an open model turn (no
+    generation prompt; a model turn the template closed after tool results, with the message's
+    text after them, counts as open) or ends inside a call block, and `GemmaSyntaxError` (with its position) when
     the grammar rejects the prompt before its last model turn."""
     try:
         turns = gemma4_lark.parse_transcript(prompt).turns
@@ -37,8 +37,8 @@ def starts_in_thinking(prompt: str, reader: Callable[[], object]) -> bool:
     continued = last is not None and last.closed and last.role == "model" and any(
         isinstance(part, (ToolResponse, ThoughtPrefill)) for part in last.parts)
     if last is None or last.role != "model" or (last.closed and not continued):
-        raise ValueError("the prompt does not end in an open model turn: render it with the generation"
-                         " prompt (add_generation_prompt=True)")
+        raise PromptError("the prompt does not end in an open model turn: render it with the generation"
+                          " prompt (add_generation_prompt=True)")
     return bool(last.parts) and isinstance(last.parts[-1], ThoughtPrefill)
 
 
@@ -46,7 +46,7 @@ def _prefill_state(prompt: str, err: GemmaSyntaxError, reader: Callable[[], obje
     """A prompt the grammar rejects inside its last, open model turn: the assistant prefill is model
     output, cut anywhere, so it is read as the output is, and the output starts where that reader
     stands at its end: True inside a thought, False in text. Inside a call block it cannot start
-    (the block's beginning is in the prompt, and a call is decoded whole): a ValueError. Any other
+    (the block's beginning is in the prompt, and a call is decoded whole): a PromptError. Any other
     rejection is `err`, raised again."""
     opener = tokens.TURN_OPEN + "model\n"
     body = prompt.rfind(opener)
@@ -62,7 +62,7 @@ def _prefill_state(prompt: str, err: GemmaSyntaxError, reader: Callable[[], obje
     if where == "thought":
         return True
     if where == "call":
-        raise ValueError(
+        raise PromptError(
             f"the prompt's assistant prefill ends inside a tool call (its {tokens.TOOL_CALL_OPEN} at offset"
             f" {body + parser.open_block_start}): a call is parsed whole, so the output cannot start in the middle"
             f" of one; end the prefill before {tokens.TOOL_CALL_OPEN} or after {tokens.TOOL_CALL_CLOSE}")

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 
 from gemma4_lark import tokens
+from gemma4_lark.error_base import Gemma4Error
 from gemma4_lark.conformance import corpus, generate
 from gemma4_lark.conformance.protocol import (
     CATEGORIES, PROTOCOL_VERSION, ProtocolError, categorize, json_text, read_answer, request_line,
@@ -333,7 +334,7 @@ class Report:
         }
 
 
-class TargetDoesNotRun(Exception):
+class TargetDoesNotRun(Gemma4Error):
     """The target answered no case: it is not a running parser (a usage error, not a finding)."""
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
@@ -40,13 +41,10 @@ class ParsedOutput:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
     def to_openai(self) -> dict[str, Any]:
-        """The output as an OpenAI chat-completions assistant message: the same as
-        `gemma4_incremental.openai.to_openai_message(self)` (see there and docs/serving.md).
-
-        Nothing is passed off silently: a block that failed is not a call, so its raw text stays
-        in `content` where the model wrote it, and it is listed in `tool_call_errors`; a recovered
-        call is in `tool_calls` marked `"recovered": true` with its diagnostics.
-        """
+        """Deprecated: `gemma4_incremental.to_openai_message(parsed)`, the one spelling
+        (docs/architecture.md, "Names"); this method goes in the next release."""
+        warnings.warn("ParsedOutput.to_openai() is deprecated: it is gemma4_incremental.to_openai_message(parsed)"
+                      " now, and the method goes in the next release", DeprecationWarning, stacklevel=2)
         from .openai import to_openai_message  # (openai.py names this class: imported when asked)
 
         return to_openai_message(self)

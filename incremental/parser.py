@@ -85,10 +85,10 @@ class StreamParser:
         writes after tool results when thinking is on), the output starts inside that thought.
 
         `options` are StreamParser's, except `start_in_thinking`, which is inferred. Raises
-        `TypeError` when `prompt` is not a str or `start_in_thinking` is given, `ValueError` when the
-        prompt does not end in an open model turn (no generation prompt; a model turn the template
-        closed after tool results, with the message's text after them, counts as open) or ends
-        inside a call block, and `GemmaSyntaxError` (with its position) when the grammar rejects
+        `TypeError` when `prompt` is not a str or `start_in_thinking` is given, `PromptError` (a
+        `ValueError`) when the prompt does not end in an open model turn (no generation prompt; a
+        model turn the template closed after tool results, with the message's text after them,
+        counts as open) or ends inside a call block, and `GemmaSyntaxError` (with its position) when the grammar rejects
         the prompt before its last model turn.
 
         An assistant prefill (`continue_final_message`: the open model turn holds the start of an

@@ -17,6 +17,7 @@ import weakref
 from typing import Any, Sequence
 
 from gemma4_lark import tokens
+from gemma4_lark.family import WrongModelFamilyError
 
 __all__ = ["TokenMarkers"]
 
@@ -60,7 +61,8 @@ class TokenMarkers:
         `tokenizers.Tokenizer`'s `token_to_id` too) and `decode(ids, skip_special_tokens=False)`.
         A token counts when it is one id that decodes to itself (a vocabulary without it maps it to
         its unknown token, or to None). Raises TypeError when the tokenizer lacks the methods,
-        ValueError when it has no single token for `<|tool_call>`, `<tool_call|>` or `<|"|>`."""
+        `WrongModelFamilyError` (a ValueError) when it has no single token for `<|tool_call>`,
+        `<tool_call|>` or `<|"|>`."""
         convert = getattr(tokenizer, "convert_tokens_to_ids", None) or getattr(tokenizer, "token_to_id", None)
         decode = getattr(tokenizer, "decode", None)
         if not callable(convert) or not callable(decode):
@@ -73,7 +75,8 @@ class TokenMarkers:
                 by_id[token_id] = marker
         missing = [m for m in _REQUIRED if m not in by_id.values()]
         if missing:
-            raise ValueError(f"the tokenizer has no single token for {', '.join(missing)}: not a Gemma 4 tokenizer")
+            raise WrongModelFamilyError(f"the tokenizer has no single token for {', '.join(missing)}: not a Gemma 4"
+                                        " tokenizer")
         return cls(by_id, decode)
 
     def align(self, text: str, ids: Sequence[int],

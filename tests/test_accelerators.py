@@ -68,7 +68,7 @@ workloads = {
     "parse_call, a block the fast path leaves": lambda: g.parse_call("<|tool_call>call:f{a:.5}<tool_call|>"),
     "parse_call, repeated keys": lambda: (lambda found: (g.parse_call(
         "<|tool_call>call:f{k:1,k:2}<tool_call|>", duplicates=found), found))([]),
-    "parse_model_output": lambda: g.parse_model_output("hi " + THOUGHT + CALL),
+    "parse_output_document": lambda: g.parse_output_document("hi " + THOUGHT + CALL),
     "parse_output": lambda: gi.parse_output("Text " + THOUGHT + CALL, id_factory=lambda: "id"),
     "parse_output with tools": lambda: gi.parse_output(CALL, id_factory=lambda: "id", tools=[
         {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]),
@@ -126,7 +126,7 @@ def test_on_every_accelerator_is_used(on):
     """The probe sees each accelerator at work when the switch is on (so its zeros, off, mean something)."""
     assert _used(on, "parse_call", "fast path") == 1 and _used(on, "parse_call", "lean driver") == 0
     assert _used(on, "parse_call, a block the fast path leaves", "lean driver") == 1
-    assert _used(on, "parse_model_output", "lean driver") == 1
+    assert _used(on, "parse_output_document", "lean driver") == 1
     assert _used(on, "parse_output", "express path") == 1
     assert _used(on, "stream, a block", "block jump") >= 1 and _used(on, "stream, a block", "fast path") == 1
     assert _used(on, "stream, text", "scan") == 0  # both chunks taken by feed's inlined path
@@ -136,7 +136,7 @@ def test_on_every_accelerator_is_used(on):
 
 def test_off_the_parsers_run_larks_parser_alone(off):
     for workload in ("parse_call", "parse_call, a block the fast path leaves", "parse_call, repeated keys",
-                     "parse_model_output"):
+                     "parse_output_document"):
         assert _used(off, workload, "fast path") == 0, workload
         assert _used(off, workload, "lean driver") == 0, workload
         assert _used(off, workload, "lark parser") == 1, workload

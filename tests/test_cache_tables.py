@@ -46,7 +46,7 @@ from gemma4_lark import grammar
 from gemma4_incremental import StreamParser
 from gemma4_lark.render.official import render_chat
 assert g.parse_call('<|tool_call>call:f{a:1}<tool_call|>').arguments == {"a": 1}
-assert len(g.parse_model_output('hi<|tool_call>call:f{a:1}<tool_call|>').calls) == 1
+assert len(g.parse_output_document('hi<|tool_call>call:f{a:1}<tool_call|>').calls) == 1
 assert g.validate('<|tool_call>call:f{a:1,}<tool_call|>')
 parser = StreamParser()
 kinds = [e.type for e in parser.feed('<|tool_call>call:f{a:1}<tool_call|>') + parser.flush()]

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from gemma4_lark import constrain, fuzz, tokens
 from gemma4_lark.errors import GemmaSyntaxError
-from gemma4_lark.parser import parse_call, parse_model_output
+from gemma4_lark.parser import parse_call, parse_output_document
 
 from constrain_helpers import Matcher, gbnf_as_llguidance, lark_parser
 
@@ -195,7 +195,7 @@ def test_random_walks_produce_blocks_parse_call_accepts(call_matchers, engine):
 # --- a whole turn -------------------------------------------------------------------------------------
 def output_ok(text: str) -> bool:
     try:
-        parse_model_output(text)
+        parse_output_document(text)
         return True
     except GemmaSyntaxError:
         return False
@@ -224,7 +224,7 @@ def test_output_accepts_canonical_streams(output_matchers, engine, text):
 @pytest.mark.parametrize("engine", ["llguidance", "gbnf"])
 @SETTINGS
 @given(data=st.data())
-def test_output_mutants_agree_with_parse_model_output(output_matchers, engine, data):
+def test_output_mutants_agree_with_parse_output_document(output_matchers, engine, data):
     text = data.draw(fuzz.mutated(data.draw(fuzz.canonical_streams())))
     ok = output_ok(text)
     assert output_matchers[engine].accepts(text) == ok, text

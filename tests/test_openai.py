@@ -96,10 +96,13 @@ def call_fragments(chunks):
 
 # --- the message -------------------------------------------------------------------------------------
 def test_message_shape_and_parsed_output_to_openai_is_the_same_function():
+    # `ParsedOutput.to_openai()` is the deprecated spelling of `to_openai_message` (the task of
+    # issue 31: one name for one thing): the same message, with a DeprecationWarning
     text = "<|channel>thought\nplan<channel|>Sure. " + CALL + "<|tool_response>"
     parsed = parse_output(text)
     message = to_openai_message(parsed)
-    assert message == parsed.to_openai()
+    with pytest.warns(DeprecationWarning, match="to_openai_message"):
+        assert message == parsed.to_openai()
     assert message["content"] == "Sure. " and message["reasoning_content"] == "plan"
     [call] = message["tool_calls"]
     assert json.loads(call["function"]["arguments"]) == {"location": "Paris", "days": 3}

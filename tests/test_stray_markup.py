@@ -132,9 +132,9 @@ _WHOLE = sorted({("<|channel>thought\n" if c[2].get("start_in_thinking") else ""
 
 @pytest.mark.parametrize("text", _WHOLE)
 def test_the_whole_output_grammar_refuses_stray_markup(text):
-    # parse_model_output reads the grammar, which has no place for any of it: it stays strict
+    # parse_output_document reads the grammar, which has no place for any of it: it stays strict
     with pytest.raises(gemma4_lark.GemmaSyntaxError):
-        gemma4_lark.parse_model_output(text)
+        gemma4_lark.parse_output_document(text)
 
 
 def test_the_prompts_thought_prefill_and_a_re_emitted_opener():
@@ -202,7 +202,7 @@ def test_a_stray_string_delimiter_hides_no_closer(name, text, calls, content):
 @pytest.mark.parametrize("text", [c[1] for c in DELIMITER_CASES if c[0] not in VALID_DELIMITER_CASES])
 def test_the_whole_output_grammar_refuses_stray_delimiters(text):
     with pytest.raises(gemma4_lark.GemmaSyntaxError):
-        gemma4_lark.parse_model_output(text)
+        gemma4_lark.parse_output_document(text)
 
 
 def test_strict_mode_still_reads_every_delimiter():

@@ -15,6 +15,7 @@ import gemma4_lark.blocks
 import gemma4_lark.fastpath
 from gemma4_incremental import (
     StreamParser, Text, ThinkingDelta, ToolCallEnd, ToolCallError, ToolCallStart, collect, parse_output,
+    to_openai_message,
 )
 from gemma4_lark.diagnostics import Diagnostic
 from gemma4_lark.recovery import decode_call, decode_calls
@@ -331,7 +332,7 @@ def test_to_openai_marks_recovered_calls():
 
 def test_openai_message_keeps_failed_blocks_in_the_content():
     text = "Before <|tool_call>calldone{a:1}<tool_call|> after"
-    message = parse_output(text).to_openai()
+    message = to_openai_message(parse_output(text))
     assert message["content"] == text and "tool_calls" not in message
     [error] = message["tool_call_errors"]
     assert error["raw"] == "<|tool_call>calldone{a:1}<tool_call|>" and "call:" in error["error"]
@@ -417,7 +418,7 @@ def test_a_bare_call_ends_at_its_closing_brace_and_the_rest_is_read_again():
         assert [(c.name, c.arguments, c.raw) for c in out.calls] == [("note", {"text": "hi"}, "call:note{text:hi}")]
         assert out.thinking == ["secret"] and out.text == "\nSure! 42"
         assert_tiles(events, text)
-    message = parse_output(text).to_openai()
+    message = to_openai_message(parse_output(text))
     assert message["content"] == "\nSure! 42" and message["reasoning_content"] == "secret"
 
 

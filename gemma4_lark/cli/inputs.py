@@ -7,8 +7,10 @@ import json
 import re
 import sys
 
+from ..error_base import Gemma4Error
 
-class CommandError(Exception):
+
+class CommandError(Gemma4Error):
     """A problem the user has to fix (unreadable input, wrong JSON, missing extra): printed as one
     line after the command's name, exit `code`."""
 

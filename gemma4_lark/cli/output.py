@@ -14,13 +14,15 @@ try:
 except ImportError:  # Windows: no way to ask, and no poll either
     fcntl = None
 
+from ..error_base import Gemma4Error
+
 
 # --- writing output -----------------------------------------------------------------------------
-class ReaderGone(Exception):
+class ReaderGone(Gemma4Error):
     """Standard output's reader went away (`| head`)."""
 
 
-class OutputFailed(Exception):
+class OutputFailed(Gemma4Error):
     """Standard output cannot be written (closed descriptor, full disk)."""
 
 

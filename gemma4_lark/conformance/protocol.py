@@ -15,6 +15,7 @@ import re
 import sys
 
 from gemma4_lark.grammar import whitespace
+from gemma4_lark.error_base import Gemma4Error
 
 GRAMMAR_WHITESPACE = whitespace()  # the grammar's WS terminal
 
@@ -34,7 +35,7 @@ CATEGORIES = {
 CALL_OPEN = "<|tool_call>"
 
 
-class ProtocolError(ValueError):
+class ProtocolError(ValueError, Gemma4Error):
     """An answer line that is not the protocol's shape; the message says what is wrong."""
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from .ir import (
     MAX_CODE_POINT, CharClass, Choice, Expr, Literal, Repeat, Seq, char_class, choice, complement_ranges, merge_ranges, seq,
 )
+from ..error_base import Gemma4Error
 
 try:  # Python 3.11+
     from re import _parser as sre_parse  # type: ignore[attr-defined]
@@ -42,7 +43,7 @@ _ALL = ((0, END),)
 _TEXT = ((0, MAX_CODE_POINT),)
 
 
-class CannotDerive(ValueError):
+class CannotDerive(ValueError, Gemma4Error):
     """A pattern whose language this module cannot state exactly (an unsupported construct, or a
     terminal whose meaning depends on more than the follow language tells)."""
 

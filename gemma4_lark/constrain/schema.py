@@ -43,6 +43,7 @@ from ..render.values import ValueWriter, key_bare_if_possible, python_number
 from ..tools import Tool, ToolChoice
 from ..schema import normal
 from . import ir, numbers, translate
+from ..error_base import Gemma4Error
 
 
 __all__ = ["tool_call_rules", "argument_rules", "not_enforced", "SchemaError", "ORDERS"]
@@ -74,7 +75,7 @@ _UNENFORCED = {
 }
 
 
-class SchemaError(ValueError):
+class SchemaError(ValueError, Gemma4Error):
     """A tool's schema that no call could satisfy, or that the rules cannot read (an unknown
     `$ref`, a name the format cannot write); the message names the tool and the place."""
 

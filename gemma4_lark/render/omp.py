@@ -18,7 +18,7 @@ from ..model import ToolCall
 from . import js
 from ..parser import DEFAULT_MAX_DEPTH
 from .safety import check_name, check_policy, guard, guard_run
-from .shapes import check_transcript, check_unmatched_policy, expect
+from .shapes import ShapeError, check_transcript, check_unmatched_policy, expect
 from .values import ValueWriter, key_bare_if_possible
 
 def _finite_number(value) -> str:
@@ -62,7 +62,7 @@ def render_tool_call(name: str, arguments: dict, *, unsafe: str = "error", where
     value language.
     """
     if not isinstance(arguments, dict):
-        raise TypeError(f"arguments must be a dict, not {type(arguments).__name__} ({where})")
+        raise ShapeError(where, f"arguments must be a dict, not {type(arguments).__name__}")
     return (tokens.TOOL_CALL_OPEN + tokens.CALL_KEYWORD + _name(name, f"{where}.name", unsafe)
             + _writer(unsafe, calls=True).write(arguments, f"{where}.arguments", max_depth=max_depth)
             + tokens.TOOL_CALL_CLOSE)
@@ -236,7 +236,7 @@ def _render_transcript(messages, unsafe: str, model: str | None, max_depth: int)
             results, i = _results_of(messages, i, unsafe, max_depth)
             out.append(_turn("model", results))
         else:
-            raise ValueError(f"unknown role {role!r} ({where})")
+            raise ShapeError(where, f"unknown role {role!r}")
     return "".join(out)
 
 
@@ -307,7 +307,7 @@ def render_tool_prompt(tools, template: str = DEFAULT_PROMPT_TEMPLATE, *, unsafe
 def _ts_type(schema: dict, indent: str, where: str = "parameters", depth: int = 0) -> list[str]:
     """A JSON schema as TypeScript type text (lines; the first continues the current line)."""
     if depth > DEFAULT_MAX_DEPTH:  # Python's stack would overflow a little further on
-        raise ValueError(f"{where}: the schema nests deeper than {DEFAULT_MAX_DEPTH} levels")
+        raise ShapeError(where, f"the schema nests deeper than {DEFAULT_MAX_DEPTH} levels")
     if not isinstance(schema, dict):
         return ["any"]
     if "enum" in schema and isinstance(schema["enum"], list):

@@ -21,6 +21,7 @@ import re
 
 from ..grammar import terminal_pattern
 from ..tokens import STRING_DELIMITER, TOOL_RESPONSE_OPEN
+from ..error_base import Gemma4Error
 
 UNSAFE_POLICIES = ("error", "strip", "allow")
 
@@ -66,7 +67,7 @@ CONTROL = _control_pattern()
 """A control token of the grammar, or the string delimiter, at the start of a match."""
 
 
-class UnsafeContentError(ValueError):
+class UnsafeContentError(ValueError, Gemma4Error):
     """Content holds a control token (or a string holds the string delimiter), or a name, key or
     role does not fit the grammar's terminal for it."""
 

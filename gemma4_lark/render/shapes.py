@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 
 from .safety import describe
+from ..error_base import Gemma4Error
 
 
-class ShapeError(ValueError, TypeError):
+class ShapeError(ValueError, TypeError, Gemma4Error):
     """A message or tool of the wrong shape: a field missing or of the wrong type. Both a
     ValueError and a TypeError, so code that caught either before keeps working. `where` names
     the field."""

@@ -14,6 +14,7 @@ import math
 from ..grammar import terminal_pattern
 from ..tokens import STRING_DELIMITER
 from .safety import UnsafeContentError, describe, guard, guard_model_string
+from .shapes import ShapeError
 
 _KEY = terminal_pattern("KEY")
 
@@ -30,8 +31,8 @@ def check_depth(level: int, where, max_depth: int | None, what: str = "the value
     result or declaration are level 1) when the parser, at `max_depth`, would refuse to read it:
     render or refuse, never write what cannot be read back. None: any depth."""
     if max_depth is not None and level > max_depth:
-        raise ValueError(f"{describe(where)}: {what} nests deeper than {max_depth} levels once rendered,"
-                         f" more than the parser reads (max_depth)")
+        raise ShapeError(where, f"{what} nests deeper than {max_depth} levels once rendered,"
+                                f" more than the parser reads (max_depth)")
 
 
 def key_bare_if_possible(key: str) -> str:
@@ -104,7 +105,7 @@ class ValueWriter:
                 members = []
                 for k, v in item.items():
                     if not isinstance(k, str):
-                        raise TypeError(f"object keys must be str, not {type(k).__name__} ({describe(path)})")
+                        raise ShapeError(path, f"object keys must be str, not {type(k).__name__}")
                     child = (path, k)
                     members.append((self.guard(k, child, unsafe), k, v, child))
                 if self.sort_keys:  # by the key as written, so that a stripped key sorts where it lands
@@ -135,7 +136,7 @@ class ValueWriter:
                 pending.append(("[", None, 0))
                 stack.extend(pending)
             else:
-                raise TypeError(f"{type(item).__name__} has no text in the value language ({describe(path)})")
+                raise ShapeError(path, f"{type(item).__name__} has no text in the value language")
         return "".join(out)
 
 

@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from gemma4_lark import tokens
 from gemma4_lark.events import ThinkingDelta, ThinkingEnd, ThinkingStart
+from gemma4_lark.family import WrongModelFamilyError
 from gemma4_lark.schema.registry import compile_tools
 from gemma4_lark.tools import read_tool_choice
 from ..openai import OpenAIStream, to_openai_message
@@ -308,11 +309,12 @@ class MarkerIds:
 
     @classmethod
     def from_vocab(cls, vocab: Mapping[str, int]) -> "MarkerIds":
-        """Raises ValueError naming the markers the vocabulary lacks (not a Gemma 4 tokenizer)."""
+        """Raises `WrongModelFamilyError` (a ValueError) naming the markers the vocabulary lacks (not a
+        Gemma 4 tokenizer)."""
         wanted = _MARKERS + (tokens.TURN_OPEN, tokens.TOOL_RESPONSE_OPEN)
         missing = [m for m in wanted if m not in vocab]
         if missing:
-            raise ValueError(f"the tokenizer has no token for {', '.join(missing)}: not a Gemma 4 tokenizer")
+            raise WrongModelFamilyError(f"the tokenizer has no token for {', '.join(missing)}: not a Gemma 4 tokenizer")
         return cls(vocab[tokens.CHANNEL_OPEN], vocab[tokens.CHANNEL_CLOSE], vocab[tokens.TOOL_CALL_OPEN],
                    frozenset((vocab[tokens.TURN_OPEN], vocab[tokens.TOOL_RESPONSE_OPEN])),
                    {m: vocab[m] for m in _MARKERS},

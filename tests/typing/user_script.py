@@ -27,8 +27,8 @@ assert_type(call.name, str)
 assert_type(call.arguments, dict[str, Any])
 assert call.arguments == {"location": "Tokyo, JP", "days": 3}
 
-output = g.parse_model_output("Checking." + BLOCK)
-assert_type(output, g.ModelOutput)
+output = g.parse_output_document("Checking." + BLOCK)
+assert_type(output, g.OutputDocument)
 assert_type(output.calls, list[g.ToolCall])
 assert [c.name for c in output.calls] == ["get_weather"]
 
@@ -107,7 +107,6 @@ from gemma4_incremental.openai import OpenAIStream, to_openai_message
 
 message = to_openai_message(parsed)
 assert_type(message, dict[str, Any])
-assert_type(parsed.to_openai(), dict[str, Any])
 assert message["tool_calls"][0]["function"]["name"] == "get_weather"
 stream = OpenAIStream(StreamParser(), model="gemma-4")
 chunks = stream.feed("Sure." + BLOCK)
@@ -159,3 +158,19 @@ assert_type(constrain.grammar("gbnf", scope="output", tools=tools, tool_choice="
 tag = constrain.structural_tag(tools, tool_choice="required")
 assert_type(tag, dict[str, Any])
 assert tag["type"] == "structural_tag"
+
+# The same names from the packages' tops (docs/architecture.md, "Names"), typed as at their homes.
+from gemma4_incremental import OpenAIStream as TopOpenAIStream, to_openai_message as top_to_openai_message
+
+assert_type(g.render_chat([{"role": "user", "content": "Hi"}], add_generation_prompt=True), str)
+assert_type(g.read_official(prompt), OfficialPrompt)
+assert_type(g.read_omp(transcript), list[dict[str, Any]])
+assert_type(g.omp.render_tool_call("f", {"a": 1}), str)
+assert_type(top_to_openai_message(refused), dict[str, Any])
+assert_type(TopOpenAIStream(StreamParser(), model="gemma-4").flush(), list[dict[str, Any]])
+assert_type(g.constrain.grammar("lark"), str)
+try:
+    g.parse_call("<|tool_call>call:f{a:1,}<tool_call|>")
+except g.Gemma4Error as error:
+    assert_type(error, g.Gemma4Error)
+    assert isinstance(error, g.GemmaSyntaxError)
