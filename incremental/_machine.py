@@ -367,8 +367,10 @@ class StreamMachine:
             self.after_block = end
 
     # --- the end of the stream --------------------------------------------------------------------
-    def finish(self) -> list:
-        """flush(): release what was held back and close what is open."""
+    def finish(self, stopped: bool = False) -> list:
+        """flush(): release what was held back and close what is open. `stopped`: the caller knows
+        the model ended its turn (finish reason "stop"): a block still open ended as before a stop
+        marker, not cut off (docs/leniency.md#a-stop-the-server-stripped)."""
         events = self.start_events
         self.start_events = []
         pending = self.pending
@@ -397,7 +399,7 @@ class StreamMachine:
                 events.append(Text(self.block.text()[len(opener):], (start + len(opener), self.pos)))
             self.block = None
         elif state in S.IN_BLOCK:
-            self.end_block(events, self.pos, closed=False, at_end=True)
+            self.end_block(events, self.pos, closed=False, at_end=not stopped)
         self.state = S.DONE
         return events
 
