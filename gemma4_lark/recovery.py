@@ -616,7 +616,7 @@ def decode_call(block: str, *, max_depth: int = 512) -> Decoded:
     return Decoded(decoded.call, found + [rest], decoded.complete, decoded.lossy)
 
 
-def decode_calls(block: str, *, max_depth: int = 512, lossless: bool = False, hints=None) -> list:
+def decode_calls(block: str, *, max_depth: int = 512, lossless: bool = False, hints=None, declared=None) -> list:
     """Decode a call block that may hold several calls, leniently. Never raises.
 
     Returns `(start, end, Decoded)` for each call: its part of the block, `block[start:end]`, and
@@ -628,7 +628,9 @@ def decode_calls(block: str, *, max_depth: int = 512, lossless: bool = False, hi
     for the caller to type by the tool's schema. `hints` (with tools): a function of a call's
     name giving an object with `keys` (the declared keys), `string_keys` (those whose schema
     allows only a string) and `open` (other keys allowed), or None; an undelimited value of such a top-level key may then run to
-    the next declared key (`string-run`, docs/leniency.md).
+    the next declared key (`string-run`, docs/leniency.md). `declared` (with tools): the declared
+    tools' names; a block opened by `<|tool_call>` whose head lacks its `call` keyword
+    (`<|tool_call>:NAME{`) is then a call of NAME when NAME is one of them (`missing-call-keyword`).
     """
     try:
         lines = LineIndex(block)
@@ -636,7 +638,7 @@ def decode_calls(block: str, *, max_depth: int = 512, lossless: bool = False, hi
         segments = []
         start = 0
         while True:
-            decoded, rest = _decode_call(block, max_depth, lines, start, end, not segments, lossless, hints)
+            decoded, rest = _decode_call(block, max_depth, lines, start, end, not segments, lossless, hints, declared)
             if rest is None:
                 segments.append((start, len(block), decoded))
                 return segments
@@ -659,7 +661,7 @@ def _body_end(text: str) -> int:
 
 
 def _decode_call(block: str, max_depth: int, lines: LineIndex, start: int, body_end: int, first: bool,
-                 lossless: bool = False, hints=None):
+                 lossless: bool = False, hints=None, declared=None):
     """(Decoded, where a further call starts or None) for the call at block[start:]."""
     d = _Decoder(block, max_depth, lines, start, lossless)
     text = block
@@ -667,22 +669,28 @@ def _decode_call(block: str, max_depth: int, lines: LineIndex, start: int, body_
     end = body_end if closed else -1 - body_end
     try:
         pos = d.skip_ws(start, end)
+        opened = False  # by a real `<|tool_call>`
         if not first:
             d.note("second-call", "a further call in the same block", start)
         elif text.startswith(tokens.TOOL_CALL_OPEN, pos):
             pos = d.skip_ws(pos + len(tokens.TOOL_CALL_OPEN), end)
+            opened = True
         else:
             d.note("missing-opener", f"the block does not start with {tokens.TOOL_CALL_OPEN}", pos)
         if text.startswith(":", pos) and text.startswith("call", d.skip_ws(pos + 1, end)):
             d.note("stray-colon", "stray `:` before `call:`", pos, end=pos + 1)
             pos = d.skip_ws(pos + 1, end)
-        if not text.startswith("call", pos):
+        keyword = text.startswith("call", pos)
+        if keyword:
+            colon = d.skip_ws(pos + 4, end)
+            if not text.startswith(":", colon):
+                return Decoded(None, d.findings(), False), None
+            if colon != pos + 4:
+                d.note("spaced-head", "spaces before the `:` of `call:`", pos + 4, end=colon)
+        elif opened and declared is not None and text.startswith(":", pos):
+            colon = pos  # `<|tool_call>:NAME{`: a call only when NAME is declared (below)
+        else:
             return Decoded(None, d.findings(), False), None
-        colon = d.skip_ws(pos + 4, end)
-        if not text.startswith(":", colon):
-            return Decoded(None, d.findings(), False), None
-        if colon != pos + 4:
-            d.note("spaced-head", "spaces before the `:` of `call:`", pos + 4, end=colon)
         pos = d.skip_ws(colon + 1, end)
         q = pos
         while q < end and text[q] not in "{(" and not text.startswith(tokens.CHANNEL_OPEN, q):
@@ -690,6 +698,12 @@ def _decode_call(block: str, max_depth: int, lines: LineIndex, start: int, body_
         name = text[pos:q].strip(_WS)
         if q >= end or not _is_name(name) or text.startswith(tokens.CHANNEL_OPEN, q):
             return Decoded(None, d.findings(), False), None
+        if not keyword:
+            # a real opener, then `:` and a declared tool's name: the model's call of it, its
+            # `call` keyword left out (OVMS v2); any other name could be anything: no call
+            if text[q] != "{" or name not in declared:
+                return Decoded(None, d.findings(), False), None
+            d.note("missing-call-keyword", f"the head lacks `call` before `:{name[:40]}`", colon, end=colon + 1)
         if text[q] == "(":
             d.note("paren-call", "call written as NAME(key=value, ...)", q, end=q + 1)
         found = hints(name) if hints is not None and text[q] == "{" else None
