@@ -24,6 +24,7 @@ from gemma4_lark.textmarkers import spelled_markers
 from . import _block_jump, _states as S
 from ._actions import WIDTH, compiled
 from ._bare import bare_head, scan_bare
+from ._labels import channel_label
 from ._markers import match
 from ._block import MAX_HEAD, OpenBlock, call_name
 
@@ -108,40 +109,13 @@ class StreamMachine:
         find = data.find
         marks = self.marks  # token mode: only a `<` at one of these may start a marker
         jump_tried = -1  # the block whose rest was looked for in this chunk (by its start)
-        rows = self.rows
+        deciding = S.DECIDING
         while i < n:
             state = self.state
-            if state is S.LABEL_DUE:
-                label = S.LABEL
-                if data.startswith(label, i):
-                    i = self.transition(S.LABEL, data, i, base, events)
-                    continue
-                if not final and n - i < len(label) and label.startswith(data[i:]):  # could still become it
-                    self.pending = data[i:]
-                    self.pos = base + i
+            if state in deciding:
+                i = self.decide_at(state, data, i, base, events, final)
+                if i < 0:  # held back: more input is needed to decide
                     return
-                self.state = rows[state][S.NO_LABEL][1]
-                continue
-            if state is S.LINE_START:
-                k = i
-                while k < n and data[k] in _BLANKS:
-                    k += 1
-                if k == n and not final:  # only whitespace so far: emit it, stay on guard
-                    if i < k:
-                        self.consume(data, i, k, base, events)
-                    i = n
-                    break
-                verdict = bare_head(data, k, final)
-                if verdict is None:
-                    self.state = rows[state][S.NO_HEAD][1]
-                    continue
-                if i < k:
-                    self.consume(data, i, k, base, events)
-                if verdict == "hold":
-                    self.pending = data[k:]
-                    self.pos = base + k
-                    return
-                i = self.transition(S.BARE_HEAD, data, k, base, events)
                 continue
             by_second, prefixes, longest = self.scan_table[state]
             if state is S.BARE_CALL:
@@ -186,18 +160,65 @@ class StreamMachine:
         self.pending = ""
         self.pos = base + n
 
-    def transition(self, marker: str, data: str, j: int, base: int, events: list) -> int:
-        """At data[j], `marker` (or one of `_states.EVENTS`): the table's action, then its state.
-        Returns where the scan goes on."""
+    def decide_at(self, state: str, data: str, i: int, base: int, events: list, final: bool) -> int:
+        """In a state that decides at a place (`_states.DECIDING`), at data[i]: what the text there
+        says, by the table. Returns where the scan goes on, or -1 when what follows is held back
+        (`pending`) until more input tells."""
+        rows = self.rows
+        n = len(data)
+        if state is S.LINE_START:
+            k = i
+            while k < n and data[k] in _BLANKS:
+                k += 1
+            if k == n and not final:  # only whitespace so far: emit it, stay on guard
+                if i < k:
+                    self.consume(data, i, k, base, events)
+                return n
+            verdict = bare_head(data, k, final)
+            if verdict is None:
+                self.state = rows[state][S.NO_HEAD][1]
+                return i
+            if i < k:
+                self.consume(data, i, k, base, events)
+            if verdict == "hold":
+                return self.hold(data, k, base)
+            return self.transition(S.BARE_HEAD, data, k, base, events)
+        if state is S.LABEL_DUE:
+            label = S.LABEL
+            if data.startswith(label, i):
+                return self.transition(S.LABEL, data, i, base, events)
+            if not final and n - i < len(label) and label.startswith(data[i:]):  # could still become it
+                return self.hold(data, i, base)
+            self.state = rows[state][S.NO_LABEL][1]
+            return i
+        # CHANNEL_DUE, UNLABELLED_CHANNEL_DUE: data[i:] starts with a `<|channel>` inside a thought
+        end = channel_label(data, i, final)
+        if end == "hold":
+            return self.hold(data, i, base)
+        if end is None:
+            return self.transition(S.NO_LABEL, data, i, base, events, tokens.CHANNEL_OPEN)
+        return self.transition(S.CHANNEL_LABEL, data, i, base, events, data[i:end])
+
+    def hold(self, data: str, k: int, base: int) -> int:
+        """Hold data[k:] back until more input comes; the scan stops (-1)."""
+        self.pending = data[k:]
+        self.pos = base + k
+        return -1
+
+    def transition(self, marker: str, data: str, j: int, base: int, events: list, text: str | None = None) -> int:
+        """At data[j], `marker` (or one of `_states.EVENTS`; `text`: what an event whose text
+        varies covers there): the table's action, then its state. Returns where the scan goes on."""
         state = self.state
         if marker == tokens.STRING_DELIMITER and (state is S.CALL or state is S.BARE_CALL) and not self.opens_string():
             marker = S.STRAY_DELIMITER
         action, target, reread = self.rows[state][marker]
-        if action(self, marker, base + j, events):  # a bare block turned to text: read on from there
-            return self.restart - base
+        if action(self, text if text is not None else marker, base + j, events):
+            return self.restart - base  # a bare block turned to text: read on from there
         self.state = target
         if reread:
             return j
+        if text is not None:
+            return j + len(text)
         return j + WIDTH.get(marker, len(marker))
 
     def jump(self, data: str, i: int, base: int, events: list) -> bool:

@@ -27,8 +27,9 @@ import functools
 from gemma4_lark import tokens
 
 __all__ = [
-    "BARE_CALL", "BARE_STRING", "CALL", "DONE", "LABEL_DUE", "LINE_START", "STATES", "STRING", "TEXT", "THOUGHT",
-    "UNLABELLED_THOUGHT", "TRANSITIONS", "REREAD", "StateTable", "diagram", "table",
+    "BARE_CALL", "BARE_STRING", "CALL", "CHANNEL_DUE", "DECIDING", "DONE", "LABEL_DUE", "LINE_START", "STATES",
+    "STRING", "TEXT", "THOUGHT", "UNLABELLED_CHANNEL_DUE", "UNLABELLED_THOUGHT", "TRANSITIONS", "REREAD",
+    "StateTable", "diagram", "table",
 ]
 
 # --- states ----------------------------------------------------------------------------------
@@ -37,14 +38,20 @@ LINE_START = "line-start"                  # prose where a bare `call:NAME{` may
 LABEL_DUE = "label-due"                    # right after an unlabelled thought's closer
 THOUGHT = "thought"
 UNLABELLED_THOUGHT = "unlabelled-thought"  # opened by `<|channel>` with no label (not strict)
+CHANNEL_DUE = "channel-due"                # at a `<|channel>` inside a thought: a label line after it?
+UNLABELLED_CHANNEL_DUE = "unlabelled-channel-due"  # the same inside an unlabelled thought
 CALL = "call"                              # inside a call block, outside its strings
 STRING = "string"                          # inside a `<|"|>` string of a block
 BARE_CALL = "bare-call"                    # a block guessed from `call:NAME{` (its opener was stripped)
 BARE_STRING = "bare-string"
 DONE = "done"                              # after flush()
-STATES = (TEXT, LINE_START, LABEL_DUE, THOUGHT, UNLABELLED_THOUGHT, CALL, STRING, BARE_CALL, BARE_STRING, DONE)
+STATES = (TEXT, LINE_START, LABEL_DUE, THOUGHT, UNLABELLED_THOUGHT, CHANNEL_DUE, UNLABELLED_CHANNEL_DUE, CALL,
+          STRING, BARE_CALL, BARE_STRING, DONE)
 IN_BLOCK = frozenset((CALL, STRING, BARE_CALL, BARE_STRING))
-IN_THOUGHT = frozenset((THOUGHT, UNLABELLED_THOUGHT))
+IN_THOUGHT = frozenset((THOUGHT, UNLABELLED_THOUGHT, CHANNEL_DUE, UNLABELLED_CHANNEL_DUE))
+# The states that decide at a place, reading what follows, rather than at a marker (the scan asks
+# `_machine.StreamMachine.decide_at`).
+DECIDING = frozenset((LINE_START, LABEL_DUE, CHANNEL_DUE, UNLABELLED_CHANNEL_DUE))
 IN_TEXT = frozenset((TEXT, LINE_START, LABEL_DUE))
 
 # --- what the scan sees that is not a marker ---------------------------------------------------
@@ -52,10 +59,11 @@ BARE_HEAD = "call:NAME{"             # a bare call's head at the start of the ou
 NO_HEAD = "no call head"
 LABEL = tokens.THOUGHT_OPEN[len(tokens.CHANNEL_OPEN):]  # `thought\n`, late: after the closer
 NO_LABEL = "no label"
+CHANNEL_LABEL = "channel label line"  # `<|channel>` in a thought, then a name and a newline
 STRAY_DELIMITER = "stray " + tokens.STRING_DELIMITER  # a `<|"|>` where no key or value begins
 OBJECT_CLOSED = "}"                  # the `}` that closes a bare block's object
 END = "end of stream"
-EVENTS = (BARE_HEAD, NO_HEAD, LABEL, NO_LABEL, STRAY_DELIMITER, OBJECT_CLOSED, END)
+EVENTS = (BARE_HEAD, NO_HEAD, LABEL, NO_LABEL, CHANNEL_LABEL, STRAY_DELIMITER, OBJECT_CLOSED, END)
 
 # --- actions ---------------------------------------------------------------------------------
 # Each names a method of the scan (`_machine.StreamMachine`): what happens at the transition.
@@ -71,6 +79,7 @@ STRAY_LABEL = "stray_label"          # the late `thought\n` label: markup too
 START_THOUGHT = "start_thought"
 END_THOUGHT = "end_thought"          # the thought's closer
 CUT_THOUGHT = "cut_thought"          # a marker that cannot be in a thought ends it (empty span)
+END_THOUGHT_AT_LABEL = "end_thought_at_label"  # `<|channel>LABEL\n` in a thought: it ends, the label is markup
 NOTE_OPENER = "note_opener"          # a `<|tool_call>` in a string: its text, and maybe the next call
 NOTHING = "nothing"
 REREAD = True                        # (third member) the marker is read again in the next state
@@ -91,13 +100,19 @@ def _in_text(after_stray_closer: str) -> dict:
     }
 
 
-def _in_thought(itself: str, after_closer: str) -> dict:
+def _in_thought(itself: str, after_closer: str, channel_due: str) -> dict:
     return {
         tokens.CHANNEL_CLOSE: (END_THOUGHT, after_closer),
         tokens.TOOL_CALL_OPEN: (CUT_THOUGHT, TEXT, REREAD),
         **{stop: (CUT_THOUGHT, TEXT, REREAD) for stop in _STOPS},
-        **{opener: (STRAY, itself) for opener in _THOUGHT_OPENERS + (tokens.CHANNEL_OPEN,)},
+        **{opener: (STRAY, itself) for opener in _THOUGHT_OPENERS},
+        # not strict, a label line after it ends the thought (docs/leniency.md#a-channel-inside-a-thought)
+        tokens.CHANNEL_OPEN: (NOTHING, channel_due, REREAD),
     }
+
+
+def _channel_due(thought: str) -> dict:
+    return {CHANNEL_LABEL: (END_THOUGHT_AT_LABEL, LINE_START), NO_LABEL: (STRAY, thought)}
 
 
 def _in_block(inside: str, outside: str) -> dict:
@@ -117,8 +132,11 @@ TRANSITIONS: dict[str, dict] = {
     LINE_START: {**_in_text(LINE_START), BARE_HEAD: (OPEN_BARE, BARE_CALL), NO_HEAD: (NOTHING, TEXT),
                  END: (NOTHING, DONE)},
     LABEL_DUE: {LABEL: (STRAY_LABEL, LINE_START), NO_LABEL: (NOTHING, LINE_START)},
-    THOUGHT: {**_in_thought(THOUGHT, LINE_START), END: (CUT_THOUGHT, DONE)},
-    UNLABELLED_THOUGHT: {**_in_thought(UNLABELLED_THOUGHT, LABEL_DUE), END: (CUT_THOUGHT, DONE)},
+    THOUGHT: {**_in_thought(THOUGHT, LINE_START, CHANNEL_DUE), END: (CUT_THOUGHT, DONE)},
+    UNLABELLED_THOUGHT: {**_in_thought(UNLABELLED_THOUGHT, LABEL_DUE, UNLABELLED_CHANNEL_DUE),
+                         END: (CUT_THOUGHT, DONE)},
+    CHANNEL_DUE: _channel_due(THOUGHT),
+    UNLABELLED_CHANNEL_DUE: _channel_due(UNLABELLED_THOUGHT),
     CALL: _in_block(STRING, CALL),
     # not strict, an opener in a string is noted: if the block then fails, the string was never
     # closed and the opener is the model's next call (docs/leniency.md#unclosed-strings)
@@ -160,7 +178,8 @@ class StateTable:
 @functools.lru_cache(maxsize=16)
 def table(parse_thinking: bool = True, strict: bool = False, by_text: bool = True) -> StateTable:
     """The table for these options. Not `parse_thinking`: the channel markers are text. `strict`:
-    an unlabelled `<|channel>` opens nothing (stray markup), every `<|"|>` opens or closes a string.
+    an unlabelled `<|channel>` opens nothing (stray markup), nor does one inside a thought, and
+    every `<|"|>` opens or closes a string.
     Strict or reading token ids (not `by_text`): no bare call is guessed (a stripped opener is in
     the ids), so LINE_START is TEXT. Built once per setting: a server makes a parser per response."""
     guess = by_text and not strict
@@ -172,6 +191,8 @@ def table(parse_thinking: bool = True, strict: bool = False, by_text: bool = Tru
                 row.pop(marker, None)
         if strict and parse_thinking and state in IN_TEXT:
             row[tokens.CHANNEL_OPEN] = (STRAY, TEXT)
+        if strict and state in (THOUGHT, UNLABELLED_THOUGHT):  # a channel in a thought is markup
+            row[tokens.CHANNEL_OPEN] = (STRAY, state)
         if strict:
             row.pop(STRAY_DELIMITER, None)
             if state == STRING:
