@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 
 from gemma4_lark import tokens
-from gemma4_lark.events import Stop, StrayMarkup, ThinkingEnd, ThinkingStart
+from gemma4_lark.events import Stop, StrayMarkup, Text, ThinkingEnd, ThinkingStart
 
 from . import _states as S
 
@@ -58,6 +58,15 @@ def _end_bare(machine, marker: str, start: int, events: list) -> bool:
     return False
 
 
+def _drop_guess(machine, marker: str, start: int, events: list) -> bool:
+    # a bare block of a declared tool after prose that no `<tool_call|>` closed was prose: every
+    # character of it, as it came (a guessed block is never cut: past the limit it is text already)
+    block, machine.block = machine.block, None
+    if block.size:
+        events.append(Text(block.text(), (block.start, start)))
+    return False
+
+
 def _stop(machine, marker: str, start: int, events: list) -> bool:
     events.append(Stop(marker, (start, start + len(marker))))
     return False
@@ -101,6 +110,7 @@ _ACTIONS = {
     S.END_BLOCK: _end_block, S.END_BARE: _end_bare, S.STOP: _stop, S.STRAY: _stray, S.STRAY_LABEL: _stray,
     S.START_THOUGHT: _start_thought, S.END_THOUGHT: _end_thought, S.CUT_THOUGHT: _cut_thought,
     S.NOTE_OPENER: _note_opener, S.NOTHING: _nothing, S.END_THOUGHT_AT_LABEL: _end_thought_at_label,
+    S.DROP_GUESS: _drop_guess,
 }
 
 
@@ -114,4 +124,5 @@ def compiled(table: S.StateTable) -> dict:
 
 # How much of the text a transition reads past: a marker's length, but what the scan decides at a
 # place reads nothing (the bare head and the object's `}` are the block's content).
-WIDTH = {S.BARE_HEAD: 0, S.OBJECT_CLOSED: 0, S.STRAY_DELIMITER: len(tokens.STRING_DELIMITER)}
+WIDTH = {S.BARE_HEAD: 0, S.OBJECT_CLOSED: 0, S.NEW_LINE: 0, S.NO_CLOSER: 0,
+         S.STRAY_DELIMITER: len(tokens.STRING_DELIMITER)}

@@ -23,7 +23,7 @@ from gemma4_lark.textmarkers import spelled_markers
 
 from . import _block_jump, _states as S
 from ._actions import WIDTH, compiled
-from ._bare import bare_head, scan_bare
+from ._bare import bare_head, scan_bare, scan_prose
 from ._labels import channel_label
 from ._markers import match
 from ._block import MAX_HEAD, OpenBlock, call_name
@@ -69,7 +69,7 @@ class StreamMachine:
         start = self.pos
         end = self.pos = start + len(chunk)
         state = self.state
-        if state is S.TEXT or state is S.LINE_START or state is S.LABEL_DUE:
+        if state is S.TEXT or state in S.IN_TEXT:
             if start == self.after_block and chunk.isspace():
                 self.after_block = end  # whitespace after a block, as the scan counts it
             return [Text(chunk, (start, end))]
@@ -110,6 +110,7 @@ class StreamMachine:
         marks = self.marks  # token mode: only a `<` at one of these may start a marker
         jump_tried = -1  # the block whose rest was looked for in this chunk (by its start)
         deciding = S.DECIDING
+        apart = S.SCANNED_APART
         while i < n:
             state = self.state
             if state in deciding:
@@ -118,15 +119,22 @@ class StreamMachine:
                     return
                 continue
             by_second, prefixes, longest = self.scan_table[state]
-            if state is S.BARE_CALL:
-                j, found, closing = scan_bare(self.block, data, i, final, self.scan_table[S.BARE_CALL])
-                if closing:  # the `}` that closes the bare call's object ends its block
-                    self.consume(data, i, j, base, events)
-                    if self.state is S.TEXT:  # it outgrew the limit first: text
-                        i = self.restart - base
+            if state in apart:
+                if state is S.PROSE:
+                    j, found, line = scan_prose(data, i, final, self.scan_table[state])
+                    if line:  # a new line: a declared tool's bare call may start it
+                        self.consume(data, i, j, base, events)
+                        i = self.transition(S.NEW_LINE, data, j, base, events)
                         continue
-                    i = self.transition(S.OBJECT_CLOSED, data, j, base, events)
-                    continue
+                else:
+                    j, found, closing = scan_bare(self.block, data, i, final, self.scan_table[state])
+                    if closing:  # the `}` that closes the bare call's object
+                        self.consume(data, i, j, base, events)
+                        if self.block is None:  # it outgrew the limit first: text
+                            i = self.restart - base
+                            continue
+                        i = self.transition(S.OBJECT_CLOSED, data, j, base, events)
+                        continue
             else:
                 block = self.block
                 if (state is S.CALL and marks is None and n - i >= _block_jump.BLOCK_JUMP_MIN
@@ -147,7 +155,7 @@ class StreamMachine:
                     j = n
             if i < j:
                 self.consume(data, i, j, base, events)
-                if (state is S.BARE_CALL or state is S.BARE_STRING) and self.state is S.TEXT:
+                if state in S.GUESSED and self.block is None:
                     i = self.restart - base  # the bare block outgrew the limit: it was prose
                     continue
             if found is None:
@@ -166,7 +174,7 @@ class StreamMachine:
         (`pending`) until more input tells."""
         rows = self.rows
         n = len(data)
-        if state is S.LINE_START:
+        if state is S.LINE_START or state is S.PROSE_LINE_START:
             k = i
             while k < n and data[k] in _BLANKS:
                 k += 1
@@ -174,7 +182,8 @@ class StreamMachine:
                 if i < k:
                     self.consume(data, i, k, base, events)
                 return n
-            verdict = bare_head(data, k, final)
+            # after prose, only a declared tool's call (docs/leniency.md#bare-calls-after-prose)
+            verdict = bare_head(data, k, final, self.policy.tools if state is S.PROSE_LINE_START else None)
             if verdict is None:
                 self.state = rows[state][S.NO_HEAD][1]
                 return i
@@ -183,6 +192,13 @@ class StreamMachine:
             if verdict == "hold":
                 return self.hold(data, k, base)
             return self.transition(S.BARE_HEAD, data, k, base, events)
+        if state is S.CLOSER_DUE:  # right after a declared tool's bare block: its `<tool_call|>`?
+            closer = tokens.TOOL_CALL_CLOSE
+            if data.startswith(closer, i):
+                return self.transition(closer, data, i, base, events)
+            if not final and n - i < len(closer) and closer.startswith(data[i:]):
+                return self.hold(data, i, base)
+            return self.transition(S.NO_CLOSER, data, i, base, events)
         if state is S.LABEL_DUE:
             label = S.LABEL
             if data.startswith(label, i):
@@ -209,7 +225,7 @@ class StreamMachine:
         """At data[j], `marker` (or one of `_states.EVENTS`; `text`: what an event whose text
         varies covers there): the table's action, then its state. Returns where the scan goes on."""
         state = self.state
-        if marker == tokens.STRING_DELIMITER and (state is S.CALL or state is S.BARE_CALL) and not self.opens_string():
+        if marker == tokens.STRING_DELIMITER and state in S.OUTSIDE_STRINGS and not self.opens_string():
             marker = S.STRAY_DELIMITER
         action, target, reread = self.rows[state][marker]
         if action(self, text if text is not None else marker, base + j, events):
@@ -255,7 +271,7 @@ class StreamMachine:
     def consume(self, data: str, i: int, j: int, base: int, events: list) -> None:
         """data[i:j] (not empty) holds no marker: emit it or add it to the open block."""
         state = self.state
-        if state is S.TEXT or state is S.LINE_START:
+        if state is S.TEXT or state in S.IN_TEXT:
             if base + i == self.after_block and data[i:j].isspace():
                 self.after_block = base + j
             events.append(Text(data[i:j], (base + i, base + j)))
@@ -296,7 +312,7 @@ class StreamMachine:
             if text:
                 events.append(Text(text, (block.start, start + keep)))
             self.restart = start + keep
-            self.state = S.TEXT
+            self.state = self.table.text
             self.block = None
             return True
         block.append(piece, self.limit)
@@ -366,7 +382,7 @@ class StreamMachine:
             else:
                 outcomes = self.decide(raw, closed, at_end)
         block, self.block = self.block, None
-        self.state = S.TEXT
+        self.state = self.table.text
         if outcomes is None:  # the bare guess was prose after all
             events.append(Text(raw, (block.start, end)))
         else:
@@ -396,7 +412,7 @@ class StreamMachine:
         self.start_events = []
         pending = self.pending
         lenient = not self.policy.strict
-        if (pending and self.state is S.TEXT and self.pos == self.after_block and lenient
+        if (pending and self.state is self.table.text and self.pos == self.after_block and lenient
                 and len(pending) >= 2 and tokens.TOOL_CALL_OPEN.startswith(pending)):
             # the stream ends on a cut opener right after a call (`<tool_call|><|tool_c`): the
             # marker of a further call the model never wrote; markup, not text (docs/leniency.md)
@@ -410,6 +426,8 @@ class StreamMachine:
             state = self.state
         if state is S.THOUGHT or state is S.UNLABELLED_THOUGHT:
             events.append(ThinkingEnd((self.pos, self.pos)))
+        elif state in S.GUESSED_UNTIL_CLOSED:  # no `<tool_call|>` came: prose (the table's END row)
+            self.rows[state][S.END][0](self, S.END, self.pos, events)
         elif state is S.CALL and self.empty_block_after_a_call():
             # the same with the whole opener (`<tool_call|><|tool_call>` and nothing more): a block
             # holding nothing is no call that could be cut off

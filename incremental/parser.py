@@ -28,8 +28,9 @@ __all__ = ["STOPPED", "StreamParser", "default_id_factory"]
 # send it when the stop token, which they strip from the text, was generated).
 STOPPED = "stop"
 
-_TEXT, _THOUGHT, _UNLABELLED_THOUGHT, _CALL, _STRING, _DONE = (
-    _states.TEXT, _states.THOUGHT, _states.UNLABELLED_THOUGHT, _states.CALL, _states.STRING, _states.DONE)
+_TEXT, _THOUGHT, _UNLABELLED_THOUGHT, _CALL, _STRING, _DONE, _PROSE = (
+    _states.TEXT, _states.THOUGHT, _states.UNLABELLED_THOUGHT, _states.CALL, _states.STRING, _states.DONE,
+    _states.PROSE)
 
 
 def default_id_factory() -> str:
@@ -77,7 +78,7 @@ class StreamParser:
         self._markers = markers
         self._marker_ids = markers.ids if markers is not None else frozenset()
         self._carry: tuple[int, ...] = ()  # ids of a character not complete when the last delta ended
-        table = _states.table(self.parse_thinking, self.strict, markers is None)
+        table = _states.table(self.parse_thinking, self.strict, markers is None, self.policy.tools is not None)
         self._machine = StreamMachine(self.policy, table, self.id_factory, self.start_in_thinking,
                                       _ACCELERATED, set() if markers is not None else None)
 
@@ -226,10 +227,11 @@ class StreamParser:
         # copy of what the scan does with such a chunk (an accelerator: off, the scan reads it).
         if not chunk:
             return []
-        if state is _TEXT or state is _THOUGHT or state is _UNLABELLED_THOUGHT:
+        if state is _TEXT or state is _THOUGHT or state is _UNLABELLED_THOUGHT or (state is _PROSE and "\n" not in chunk):
+            # (prose, tools declared: text too while no new line begins in the chunk)
             start = machine.pos
             end = machine.pos = start + len(chunk)
-            if state is not _TEXT:
+            if state is not _TEXT and state is not _PROSE:
                 return [ThinkingDelta(chunk, (start, end))]
             if start == machine.after_block and chunk.isspace():
                 machine.after_block = end
