@@ -228,7 +228,8 @@ def _decode(raw: str, policy: BlockPolicy, closed: bool, at_end: bool, bare: boo
                     key=lambda d: d.pos)
             decided = BlockCall(call.name, call.arguments, raw, warnings, False, 0, len(raw))
             return [decided if policy.plain and not mask else policy.admit(_unmasked(decided, mask))]
-    segments = decode_calls(raw, max_depth=max_depth, lossless=lossless, hints=policy.tools.hints if lossless else None)
+    segments = decode_calls(raw, max_depth=max_depth, lossless=lossless, hints=policy.tools.hints if lossless else None,
+                            declared=policy.tools)
     if bare and segments[0][2].call is None:
         return None  # the bare guess was prose after all
     if policy.strict:

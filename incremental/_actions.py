@@ -1,8 +1,8 @@
 """What each transition of the state table does (`_states` names the actions; the scan looks each
 up once per marker in the compiled table).
 
-Each action is called with the scan, the marker (or one of `_states.EVENTS`) and its stream
-offset, and the events list; it returns True when a bare block turned to text on the way (the
+Each action is called with the scan, the marker (or one of `_states.EVENTS`; or, for an event
+whose text varies, that text) and its stream offset, and the events list; it returns True when a bare block turned to text on the way (the
 scan then reads on from `restart`, in TEXT).
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 
 from gemma4_lark import tokens
-from gemma4_lark.events import Stop, StrayMarkup, ThinkingEnd, ThinkingStart
+from gemma4_lark.events import Stop, StrayMarkup, Text, ThinkingEnd, ThinkingStart
 
 from . import _states as S
 
@@ -58,6 +58,15 @@ def _end_bare(machine, marker: str, start: int, events: list) -> bool:
     return False
 
 
+def _drop_guess(machine, marker: str, start: int, events: list) -> bool:
+    # a bare block of a declared tool after prose that no `<tool_call|>` closed was prose: every
+    # character of it, as it came (a guessed block is never cut: past the limit it is text already)
+    block, machine.block = machine.block, None
+    if block.size:
+        events.append(Text(block.text(), (block.start, start)))
+    return False
+
+
 def _stop(machine, marker: str, start: int, events: list) -> bool:
     events.append(Stop(marker, (start, start + len(marker))))
     return False
@@ -78,6 +87,15 @@ def _end_thought(machine, marker: str, start: int, events: list) -> bool:
     return False
 
 
+def _end_thought_at_label(machine, line: str, start: int, events: list) -> bool:
+    # `line` is the opener and its label line (`<|channel>response\n`): the opener ends the thought,
+    # the label is markup, as the late `thought\n` label is
+    at = start + len(tokens.CHANNEL_OPEN)
+    events.append(ThinkingEnd((start, at)))
+    events.append(StrayMarkup(line[len(tokens.CHANNEL_OPEN):], (at, start + len(line))))
+    return False
+
+
 def _cut_thought(machine, marker: str, start: int, events: list) -> bool:
     events.append(ThinkingEnd((start, start)))
     return False
@@ -91,7 +109,8 @@ _ACTIONS = {
     S.OPEN_BLOCK: _open_block, S.OPEN_BARE: _open_bare, S.JOIN: _join, S.CLOSE_BLOCK: _close_block,
     S.END_BLOCK: _end_block, S.END_BARE: _end_bare, S.STOP: _stop, S.STRAY: _stray, S.STRAY_LABEL: _stray,
     S.START_THOUGHT: _start_thought, S.END_THOUGHT: _end_thought, S.CUT_THOUGHT: _cut_thought,
-    S.NOTE_OPENER: _note_opener, S.NOTHING: _nothing,
+    S.NOTE_OPENER: _note_opener, S.NOTHING: _nothing, S.END_THOUGHT_AT_LABEL: _end_thought_at_label,
+    S.DROP_GUESS: _drop_guess,
 }
 
 
@@ -105,4 +124,5 @@ def compiled(table: S.StateTable) -> dict:
 
 # How much of the text a transition reads past: a marker's length, but what the scan decides at a
 # place reads nothing (the bare head and the object's `}` are the block's content).
-WIDTH = {S.BARE_HEAD: 0, S.OBJECT_CLOSED: 0, S.STRAY_DELIMITER: len(tokens.STRING_DELIMITER)}
+WIDTH = {S.BARE_HEAD: 0, S.OBJECT_CLOSED: 0, S.NEW_LINE: 0, S.NO_CLOSER: 0,
+         S.STRAY_DELIMITER: len(tokens.STRING_DELIMITER)}

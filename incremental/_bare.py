@@ -1,9 +1,12 @@
 """The bare-call guess: a block whose `<|tool_call>` a tokenizer stripped (`call:NAME{...}`).
 
 Not strict and reading markers by text, at the start of the output or right after a thought,
-`call:NAME{` opens a bare block (docs/leniency.md#bare-calls); anywhere else `call:` is prose. The
-head is decided within MAX_HEAD characters, the same whatever the chunking; the block ends at the
-`}` that closes its object (braces counted outside its strings), or as any block does.
+`call:NAME{` opens a bare block (docs/leniency.md#bare-calls); with tools declared, so does a
+declared tool's `call:NAME{` at the start of a line of prose (`scan_prose` finds the lines), whose
+block must then be closed by a real `<tool_call|>` (docs/leniency.md#bare-calls-after-prose);
+anywhere else `call:` is prose. The head is decided within MAX_HEAD characters, the same whatever
+the chunking; the block ends at the `}` that closes its object (braces counted outside its
+strings), or as any block does.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from gemma4_lark.grammar import terminal_pattern, whitespace
 from ._block import MAX_HEAD
 from ._markers import match
 
-__all__ = ["bare_head", "scan_bare"]
+__all__ = ["bare_head", "scan_bare", "scan_prose"]
 
 _BLANKS = whitespace()
 _NAME = terminal_pattern("NAME")
@@ -27,10 +30,11 @@ _BARE_HEAD_END = re.compile(r"[{(<]")
 # the `<` that may start a marker.
 _BARE_SCAN = re.compile(r"[{}<]")
 
-def bare_head(data: str, k: int, final: bool) -> str | None:
+def bare_head(data: str, k: int, final: bool, declared=None) -> str | None:
     """At data[k], where a bare call may start: "open" when `call:NAME{` is there, "hold" when more
-    input is needed to tell, None when it is not a call. The decision reads at most MAX_HEAD
-    characters, the same whatever the chunking."""
+    input is needed to tell, None when it is not a call. `declared` (a line of prose): only a call
+    of one of these tools' names opens. The decision reads at most MAX_HEAD characters, the same
+    whatever the chunking."""
     keyword = tokens.CALL_KEYWORD
     n = len(data)
     if not data.startswith(keyword, k):
@@ -43,7 +47,30 @@ def bare_head(data: str, k: int, final: bool) -> str | None:
     if found.group() != "{":
         return None
     name = data[k + len(keyword):found.start()].strip(_BLANKS)
+    if declared is not None and name not in declared:
+        return None
     return "open" if _NAME.fullmatch(name) else None
+
+
+def scan_prose(data: str, i: int, final: bool, scan: tuple):
+    """In prose read line by line (tools declared), from data[i]: (j, marker or "hold" or None,
+    line). `line`: data[j - 1] is a newline and no marker came before it; else j is where the
+    marker is (or len(data)). `scan`: the prose state's markers (`StateTable.scan`)."""
+    by_second, prefixes, longest = scan
+    n = len(data)
+    newline = data.find("\n", i)
+    limit = n if newline < 0 else newline
+    find = data.find
+    j = find("<", i, limit)
+    while j != -1:
+        if j == n - 1 or data[j + 1] in by_second:
+            marker = match(data, j, by_second, prefixes, longest, final)
+            if marker is not None:
+                return j, marker, False
+        j = find("<", j + 1, limit)
+    if newline >= 0:
+        return newline + 1, None, True
+    return n, None, False
 
 
 def scan_bare(block, data: str, i: int, final: bool, scan: tuple):

@@ -23,7 +23,8 @@ from gemma4_lark.textmarkers import spelled_markers
 
 from . import _block_jump, _states as S
 from ._actions import WIDTH, compiled
-from ._bare import bare_head, scan_bare
+from ._bare import bare_head, scan_bare, scan_prose
+from ._labels import channel_label
 from ._markers import match
 from ._block import MAX_HEAD, OpenBlock, call_name
 
@@ -68,7 +69,7 @@ class StreamMachine:
         start = self.pos
         end = self.pos = start + len(chunk)
         state = self.state
-        if state is S.TEXT or state is S.LINE_START or state is S.LABEL_DUE:
+        if state is S.TEXT or state in S.IN_TEXT:
             if start == self.after_block and chunk.isspace():
                 self.after_block = end  # whitespace after a block, as the scan counts it
             return [Text(chunk, (start, end))]
@@ -108,51 +109,32 @@ class StreamMachine:
         find = data.find
         marks = self.marks  # token mode: only a `<` at one of these may start a marker
         jump_tried = -1  # the block whose rest was looked for in this chunk (by its start)
-        rows = self.rows
+        deciding = S.DECIDING
+        apart = S.SCANNED_APART
         while i < n:
             state = self.state
-            if state is S.LABEL_DUE:
-                label = S.LABEL
-                if data.startswith(label, i):
-                    i = self.transition(S.LABEL, data, i, base, events)
-                    continue
-                if not final and n - i < len(label) and label.startswith(data[i:]):  # could still become it
-                    self.pending = data[i:]
-                    self.pos = base + i
+            if state in deciding:
+                i = self.decide_at(state, data, i, base, events, final)
+                if i < 0:  # held back: more input is needed to decide
                     return
-                self.state = rows[state][S.NO_LABEL][1]
-                continue
-            if state is S.LINE_START:
-                k = i
-                while k < n and data[k] in _BLANKS:
-                    k += 1
-                if k == n and not final:  # only whitespace so far: emit it, stay on guard
-                    if i < k:
-                        self.consume(data, i, k, base, events)
-                    i = n
-                    break
-                verdict = bare_head(data, k, final)
-                if verdict is None:
-                    self.state = rows[state][S.NO_HEAD][1]
-                    continue
-                if i < k:
-                    self.consume(data, i, k, base, events)
-                if verdict == "hold":
-                    self.pending = data[k:]
-                    self.pos = base + k
-                    return
-                i = self.transition(S.BARE_HEAD, data, k, base, events)
                 continue
             by_second, prefixes, longest = self.scan_table[state]
-            if state is S.BARE_CALL:
-                j, found, closing = scan_bare(self.block, data, i, final, self.scan_table[S.BARE_CALL])
-                if closing:  # the `}` that closes the bare call's object ends its block
-                    self.consume(data, i, j, base, events)
-                    if self.state is S.TEXT:  # it outgrew the limit first: text
-                        i = self.restart - base
+            if state in apart:
+                if state is S.PROSE:
+                    j, found, line = scan_prose(data, i, final, self.scan_table[state])
+                    if line:  # a new line: a declared tool's bare call may start it
+                        self.consume(data, i, j, base, events)
+                        i = self.transition(S.NEW_LINE, data, j, base, events)
                         continue
-                    i = self.transition(S.OBJECT_CLOSED, data, j, base, events)
-                    continue
+                else:
+                    j, found, closing = scan_bare(self.block, data, i, final, self.scan_table[state])
+                    if closing:  # the `}` that closes the bare call's object
+                        self.consume(data, i, j, base, events)
+                        if self.block is None:  # it outgrew the limit first: text
+                            i = self.restart - base
+                            continue
+                        i = self.transition(S.OBJECT_CLOSED, data, j, base, events)
+                        continue
             else:
                 block = self.block
                 if (state is S.CALL and marks is None and n - i >= _block_jump.BLOCK_JUMP_MIN
@@ -173,7 +155,7 @@ class StreamMachine:
                     j = n
             if i < j:
                 self.consume(data, i, j, base, events)
-                if (state is S.BARE_CALL or state is S.BARE_STRING) and self.state is S.TEXT:
+                if state in S.GUESSED and self.block is None:
                     i = self.restart - base  # the bare block outgrew the limit: it was prose
                     continue
             if found is None:
@@ -186,18 +168,73 @@ class StreamMachine:
         self.pending = ""
         self.pos = base + n
 
-    def transition(self, marker: str, data: str, j: int, base: int, events: list) -> int:
-        """At data[j], `marker` (or one of `_states.EVENTS`): the table's action, then its state.
-        Returns where the scan goes on."""
+    def decide_at(self, state: str, data: str, i: int, base: int, events: list, final: bool) -> int:
+        """In a state that decides at a place (`_states.DECIDING`), at data[i]: what the text there
+        says, by the table. Returns where the scan goes on, or -1 when what follows is held back
+        (`pending`) until more input tells."""
+        rows = self.rows
+        n = len(data)
+        if state is S.LINE_START or state is S.PROSE_LINE_START:
+            k = i
+            while k < n and data[k] in _BLANKS:
+                k += 1
+            if k == n and not final:  # only whitespace so far: emit it, stay on guard
+                if i < k:
+                    self.consume(data, i, k, base, events)
+                return n
+            # after prose, only a declared tool's call (docs/leniency.md#bare-calls-after-prose)
+            verdict = bare_head(data, k, final, self.policy.tools if state is S.PROSE_LINE_START else None)
+            if verdict is None:
+                self.state = rows[state][S.NO_HEAD][1]
+                return i
+            if i < k:
+                self.consume(data, i, k, base, events)
+            if verdict == "hold":
+                return self.hold(data, k, base)
+            return self.transition(S.BARE_HEAD, data, k, base, events)
+        if state is S.CLOSER_DUE:  # right after a declared tool's bare block: its `<tool_call|>`?
+            closer = tokens.TOOL_CALL_CLOSE
+            if data.startswith(closer, i):
+                return self.transition(closer, data, i, base, events)
+            if not final and n - i < len(closer) and closer.startswith(data[i:]):
+                return self.hold(data, i, base)
+            return self.transition(S.NO_CLOSER, data, i, base, events)
+        if state is S.LABEL_DUE:
+            label = S.LABEL
+            if data.startswith(label, i):
+                return self.transition(S.LABEL, data, i, base, events)
+            if not final and n - i < len(label) and label.startswith(data[i:]):  # could still become it
+                return self.hold(data, i, base)
+            self.state = rows[state][S.NO_LABEL][1]
+            return i
+        # CHANNEL_DUE, UNLABELLED_CHANNEL_DUE: data[i:] starts with a `<|channel>` inside a thought
+        end = channel_label(data, i, final)
+        if end == "hold":
+            return self.hold(data, i, base)
+        if end is None:
+            return self.transition(S.NO_LABEL, data, i, base, events, tokens.CHANNEL_OPEN)
+        return self.transition(S.CHANNEL_LABEL, data, i, base, events, data[i:end])
+
+    def hold(self, data: str, k: int, base: int) -> int:
+        """Hold data[k:] back until more input comes; the scan stops (-1)."""
+        self.pending = data[k:]
+        self.pos = base + k
+        return -1
+
+    def transition(self, marker: str, data: str, j: int, base: int, events: list, text: str | None = None) -> int:
+        """At data[j], `marker` (or one of `_states.EVENTS`; `text`: what an event whose text
+        varies covers there): the table's action, then its state. Returns where the scan goes on."""
         state = self.state
-        if marker == tokens.STRING_DELIMITER and (state is S.CALL or state is S.BARE_CALL) and not self.opens_string():
+        if marker == tokens.STRING_DELIMITER and state in S.OUTSIDE_STRINGS and not self.opens_string():
             marker = S.STRAY_DELIMITER
         action, target, reread = self.rows[state][marker]
-        if action(self, marker, base + j, events):  # a bare block turned to text: read on from there
-            return self.restart - base
+        if action(self, text if text is not None else marker, base + j, events):
+            return self.restart - base  # a bare block turned to text: read on from there
         self.state = target
         if reread:
             return j
+        if text is not None:
+            return j + len(text)
         return j + WIDTH.get(marker, len(marker))
 
     def jump(self, data: str, i: int, base: int, events: list) -> bool:
@@ -234,7 +271,7 @@ class StreamMachine:
     def consume(self, data: str, i: int, j: int, base: int, events: list) -> None:
         """data[i:j] (not empty) holds no marker: emit it or add it to the open block."""
         state = self.state
-        if state is S.TEXT or state is S.LINE_START:
+        if state is S.TEXT or state in S.IN_TEXT:
             if base + i == self.after_block and data[i:j].isspace():
                 self.after_block = base + j
             events.append(Text(data[i:j], (base + i, base + j)))
@@ -275,7 +312,7 @@ class StreamMachine:
             if text:
                 events.append(Text(text, (block.start, start + keep)))
             self.restart = start + keep
-            self.state = S.TEXT
+            self.state = self.table.text
             self.block = None
             return True
         block.append(piece, self.limit)
@@ -345,7 +382,7 @@ class StreamMachine:
             else:
                 outcomes = self.decide(raw, closed, at_end)
         block, self.block = self.block, None
-        self.state = S.TEXT
+        self.state = self.table.text
         if outcomes is None:  # the bare guess was prose after all
             events.append(Text(raw, (block.start, end)))
         else:
@@ -367,13 +404,15 @@ class StreamMachine:
             self.after_block = end
 
     # --- the end of the stream --------------------------------------------------------------------
-    def finish(self) -> list:
-        """flush(): release what was held back and close what is open."""
+    def finish(self, stopped: bool = False) -> list:
+        """flush(): release what was held back and close what is open. `stopped`: the caller knows
+        the model ended its turn (finish reason "stop"): a block still open ended as before a stop
+        marker, not cut off (docs/leniency.md#a-stop-the-server-stripped)."""
         events = self.start_events
         self.start_events = []
         pending = self.pending
         lenient = not self.policy.strict
-        if (pending and self.state is S.TEXT and self.pos == self.after_block and lenient
+        if (pending and self.state is self.table.text and self.pos == self.after_block and lenient
                 and len(pending) >= 2 and tokens.TOOL_CALL_OPEN.startswith(pending)):
             # the stream ends on a cut opener right after a call (`<tool_call|><|tool_c`): the
             # marker of a further call the model never wrote; markup, not text (docs/leniency.md)
@@ -387,6 +426,8 @@ class StreamMachine:
             state = self.state
         if state is S.THOUGHT or state is S.UNLABELLED_THOUGHT:
             events.append(ThinkingEnd((self.pos, self.pos)))
+        elif state in S.GUESSED_UNTIL_CLOSED:  # no `<tool_call|>` came: prose (the table's END row)
+            self.rows[state][S.END][0](self, S.END, self.pos, events)
         elif state is S.CALL and self.empty_block_after_a_call():
             # the same with the whole opener (`<tool_call|><|tool_call>` and nothing more): a block
             # holding nothing is no call that could be cut off
@@ -397,7 +438,7 @@ class StreamMachine:
                 events.append(Text(self.block.text()[len(opener):], (start + len(opener), self.pos)))
             self.block = None
         elif state in S.IN_BLOCK:
-            self.end_block(events, self.pos, closed=False, at_end=True)
+            self.end_block(events, self.pos, closed=False, at_end=not stopped)
         self.state = S.DONE
         return events
 

@@ -27,8 +27,9 @@ import functools
 from gemma4_lark import tokens
 
 __all__ = [
-    "BARE_CALL", "BARE_STRING", "CALL", "DONE", "LABEL_DUE", "LINE_START", "STATES", "STRING", "TEXT", "THOUGHT",
-    "UNLABELLED_THOUGHT", "TRANSITIONS", "REREAD", "StateTable", "diagram", "table",
+    "BARE_CALL", "BARE_STRING", "CALL", "CHANNEL_DUE", "CLOSER_DUE", "DECIDING", "DECLARED_CALL", "DECLARED_STRING",
+    "DONE", "LABEL_DUE", "LINE_START", "PROSE", "PROSE_LINE_START", "STATES", "STRING", "TEXT", "THOUGHT",
+    "UNLABELLED_CHANNEL_DUE", "UNLABELLED_THOUGHT", "TRANSITIONS", "REREAD", "StateTable", "diagram", "table",
 ]
 
 # --- states ----------------------------------------------------------------------------------
@@ -37,25 +38,51 @@ LINE_START = "line-start"                  # prose where a bare `call:NAME{` may
 LABEL_DUE = "label-due"                    # right after an unlabelled thought's closer
 THOUGHT = "thought"
 UNLABELLED_THOUGHT = "unlabelled-thought"  # opened by `<|channel>` with no label (not strict)
+CHANNEL_DUE = "channel-due"                # at a `<|channel>` inside a thought: a label line after it?
+UNLABELLED_CHANNEL_DUE = "unlabelled-channel-due"  # the same inside an unlabelled thought
 CALL = "call"                              # inside a call block, outside its strings
 STRING = "string"                          # inside a `<|"|>` string of a block
 BARE_CALL = "bare-call"                    # a block guessed from `call:NAME{` (its opener was stripped)
 BARE_STRING = "bare-string"
+# With tools declared (not strict, markers by text), prose is read line by line: a line that starts
+# with a declared tool's `call:NAME{` may be a call whose opener was stripped, when a real
+# `<tool_call|>` follows its object (docs/leniency.md#bare-calls-after-prose).
+PROSE = "prose"                            # text, tools declared: each new line is a PROSE_LINE_START
+PROSE_LINE_START = "prose-line-start"      # a line of prose: a declared tool's bare call head?
+DECLARED_CALL = "declared-call"            # a bare block of a declared tool after prose
+DECLARED_STRING = "declared-string"
+CLOSER_DUE = "closer-due"                  # after its object's `}`: a `<tool_call|>` must follow
 DONE = "done"                              # after flush()
-STATES = (TEXT, LINE_START, LABEL_DUE, THOUGHT, UNLABELLED_THOUGHT, CALL, STRING, BARE_CALL, BARE_STRING, DONE)
-IN_BLOCK = frozenset((CALL, STRING, BARE_CALL, BARE_STRING))
-IN_THOUGHT = frozenset((THOUGHT, UNLABELLED_THOUGHT))
-IN_TEXT = frozenset((TEXT, LINE_START, LABEL_DUE))
+STATES = (TEXT, LINE_START, LABEL_DUE, THOUGHT, UNLABELLED_THOUGHT, CHANNEL_DUE, UNLABELLED_CHANNEL_DUE, CALL,
+          STRING, BARE_CALL, BARE_STRING, PROSE, PROSE_LINE_START, DECLARED_CALL, DECLARED_STRING, CLOSER_DUE, DONE)
+IN_BLOCK = frozenset((CALL, STRING, BARE_CALL, BARE_STRING, DECLARED_CALL, DECLARED_STRING, CLOSER_DUE))
+# the blocks that are a guess until their closer: the stream's end turns them back to text
+GUESSED_UNTIL_CLOSED = frozenset((DECLARED_CALL, DECLARED_STRING, CLOSER_DUE))
+# the blocks guessed from a bare head (never cut: past the limit they are prose)
+GUESSED = frozenset((BARE_CALL, BARE_STRING, DECLARED_CALL, DECLARED_STRING))
+# the blocks the scan reads by their braces (`_bare.scan_bare`), and the states it reads apart
+BRACED = frozenset((BARE_CALL, DECLARED_CALL))
+SCANNED_APART = BRACED | {PROSE}
+OUTSIDE_STRINGS = frozenset((CALL, BARE_CALL, DECLARED_CALL))  # where a `<|"|>` may open a string
+IN_THOUGHT = frozenset((THOUGHT, UNLABELLED_THOUGHT, CHANNEL_DUE, UNLABELLED_CHANNEL_DUE))
+# The states that decide at a place, reading what follows, rather than at a marker (the scan asks
+# `_machine.StreamMachine.decide_at`).
+DECIDING = frozenset((LINE_START, LABEL_DUE, CHANNEL_DUE, UNLABELLED_CHANNEL_DUE, PROSE_LINE_START, CLOSER_DUE))
+IN_TEXT = frozenset((TEXT, LINE_START, LABEL_DUE, PROSE, PROSE_LINE_START))
 
 # --- what the scan sees that is not a marker ---------------------------------------------------
 BARE_HEAD = "call:NAME{"             # a bare call's head at the start of the output or after a thought
+                                     # (in PROSE_LINE_START: of a declared tool)
+NEW_LINE = "new line"                # in PROSE: the character after a newline
+NO_CLOSER = "no closer"              # in CLOSER_DUE: anything but `<tool_call|>`
 NO_HEAD = "no call head"
 LABEL = tokens.THOUGHT_OPEN[len(tokens.CHANNEL_OPEN):]  # `thought\n`, late: after the closer
 NO_LABEL = "no label"
+CHANNEL_LABEL = "channel label line"  # `<|channel>` in a thought, then a name and a newline
 STRAY_DELIMITER = "stray " + tokens.STRING_DELIMITER  # a `<|"|>` where no key or value begins
 OBJECT_CLOSED = "}"                  # the `}` that closes a bare block's object
 END = "end of stream"
-EVENTS = (BARE_HEAD, NO_HEAD, LABEL, NO_LABEL, STRAY_DELIMITER, OBJECT_CLOSED, END)
+EVENTS = (BARE_HEAD, NO_HEAD, LABEL, NO_LABEL, CHANNEL_LABEL, STRAY_DELIMITER, OBJECT_CLOSED, NEW_LINE, NO_CLOSER, END)
 
 # --- actions ---------------------------------------------------------------------------------
 # Each names a method of the scan (`_machine.StreamMachine`): what happens at the transition.
@@ -71,7 +98,9 @@ STRAY_LABEL = "stray_label"          # the late `thought\n` label: markup too
 START_THOUGHT = "start_thought"
 END_THOUGHT = "end_thought"          # the thought's closer
 CUT_THOUGHT = "cut_thought"          # a marker that cannot be in a thought ends it (empty span)
+END_THOUGHT_AT_LABEL = "end_thought_at_label"  # `<|channel>LABEL\n` in a thought: it ends, the label is markup
 NOTE_OPENER = "note_opener"          # a `<|tool_call>` in a string: its text, and maybe the next call
+DROP_GUESS = "drop_guess"            # a guessed block was prose after all: its text, every character
 NOTHING = "nothing"
 REREAD = True                        # (third member) the marker is read again in the next state
 
@@ -91,13 +120,19 @@ def _in_text(after_stray_closer: str) -> dict:
     }
 
 
-def _in_thought(itself: str, after_closer: str) -> dict:
+def _in_thought(itself: str, after_closer: str, channel_due: str) -> dict:
     return {
         tokens.CHANNEL_CLOSE: (END_THOUGHT, after_closer),
         tokens.TOOL_CALL_OPEN: (CUT_THOUGHT, TEXT, REREAD),
         **{stop: (CUT_THOUGHT, TEXT, REREAD) for stop in _STOPS},
-        **{opener: (STRAY, itself) for opener in _THOUGHT_OPENERS + (tokens.CHANNEL_OPEN,)},
+        **{opener: (STRAY, itself) for opener in _THOUGHT_OPENERS},
+        # not strict, a label line after it ends the thought (docs/leniency.md#a-channel-inside-a-thought)
+        tokens.CHANNEL_OPEN: (NOTHING, channel_due, REREAD),
     }
+
+
+def _channel_due(thought: str) -> dict:
+    return {CHANNEL_LABEL: (END_THOUGHT_AT_LABEL, LINE_START), NO_LABEL: (STRAY, thought)}
 
 
 def _in_block(inside: str, outside: str) -> dict:
@@ -117,8 +152,11 @@ TRANSITIONS: dict[str, dict] = {
     LINE_START: {**_in_text(LINE_START), BARE_HEAD: (OPEN_BARE, BARE_CALL), NO_HEAD: (NOTHING, TEXT),
                  END: (NOTHING, DONE)},
     LABEL_DUE: {LABEL: (STRAY_LABEL, LINE_START), NO_LABEL: (NOTHING, LINE_START)},
-    THOUGHT: {**_in_thought(THOUGHT, LINE_START), END: (CUT_THOUGHT, DONE)},
-    UNLABELLED_THOUGHT: {**_in_thought(UNLABELLED_THOUGHT, LABEL_DUE), END: (CUT_THOUGHT, DONE)},
+    THOUGHT: {**_in_thought(THOUGHT, LINE_START, CHANNEL_DUE), END: (CUT_THOUGHT, DONE)},
+    UNLABELLED_THOUGHT: {**_in_thought(UNLABELLED_THOUGHT, LABEL_DUE, UNLABELLED_CHANNEL_DUE),
+                         END: (CUT_THOUGHT, DONE)},
+    CHANNEL_DUE: _channel_due(THOUGHT),
+    UNLABELLED_CHANNEL_DUE: _channel_due(UNLABELLED_THOUGHT),
     CALL: _in_block(STRING, CALL),
     # not strict, an opener in a string is noted: if the block then fails, the string was never
     # closed and the opener is the model's next call (docs/leniency.md#unclosed-strings)
@@ -128,8 +166,25 @@ TRANSITIONS: dict[str, dict] = {
     # a real `<|tool_call>` inside a bare block's string: the bare block was a guess, the opener is not
     BARE_STRING: {tokens.STRING_DELIMITER: (JOIN, BARE_CALL), tokens.TOOL_CALL_OPEN: (END_BLOCK, TEXT, REREAD),
                   END: (END_BLOCK, DONE)},
+    # with tools declared (`table(declared=True)`: every arrow into TEXT then goes to PROSE)
+    PROSE: {**_in_text(LINE_START), NEW_LINE: (NOTHING, PROSE_LINE_START), END: (NOTHING, DONE)},
+    PROSE_LINE_START: {**_in_text(LINE_START), BARE_HEAD: (OPEN_BARE, DECLARED_CALL), NO_HEAD: (NOTHING, PROSE),
+                       END: (NOTHING, DONE)},
+    DECLARED_CALL: {
+        tokens.STRING_DELIMITER: (JOIN, DECLARED_STRING),
+        STRAY_DELIMITER: (JOIN, DECLARED_CALL),
+        tokens.TOOL_CALL_CLOSE: (CLOSE_BLOCK, TEXT),
+        **{end: (DROP_GUESS, TEXT, REREAD) for end in
+           (tokens.TURN_CLOSE, tokens.EOS, tokens.TOOL_CALL_OPEN, tokens.TOOL_RESPONSE_OPEN)},
+        OBJECT_CLOSED: (NOTHING, CLOSER_DUE),
+        END: (DROP_GUESS, DONE),
+    },
+    DECLARED_STRING: {tokens.STRING_DELIMITER: (JOIN, DECLARED_CALL), tokens.TOOL_CALL_OPEN: (DROP_GUESS, TEXT, REREAD),
+                      END: (DROP_GUESS, DONE)},
+    CLOSER_DUE: {tokens.TOOL_CALL_CLOSE: (CLOSE_BLOCK, TEXT), NO_CLOSER: (DROP_GUESS, TEXT), END: (DROP_GUESS, DONE)},
     DONE: {},
 }
+_DECLARED_ONLY = (PROSE, PROSE_LINE_START, DECLARED_CALL, DECLARED_STRING, CLOSER_DUE)
 
 
 class StateTable:
@@ -137,11 +192,12 @@ class StateTable:
     the character after their `<` (any other `<` is skipped at once), every proper prefix of a
     marker (what may be held back at a chunk's end), and the longest marker's length."""
 
-    __slots__ = ("transitions", "scan", "initial")
+    __slots__ = ("transitions", "scan", "initial", "text")
 
-    def __init__(self, transitions: dict, initial: str):
+    def __init__(self, transitions: dict, initial: str, text: str = TEXT):
         self.transitions = transitions
         self.initial = initial
+        self.text = text  # the state of text after a block (PROSE with tools declared)
         self.scan = {}
         for state, row in transitions.items():
             found = sorted((m for m in row if m.startswith("<")), key=len, reverse=True)
@@ -157,21 +213,29 @@ class StateTable:
         return tuple(sorted((m for group in by_second.values() for m in group), key=len, reverse=True))
 
 
-@functools.lru_cache(maxsize=16)
-def table(parse_thinking: bool = True, strict: bool = False, by_text: bool = True) -> StateTable:
+@functools.lru_cache(maxsize=32)
+def table(parse_thinking: bool = True, strict: bool = False, by_text: bool = True, declared: bool = False) -> StateTable:
     """The table for these options. Not `parse_thinking`: the channel markers are text. `strict`:
-    an unlabelled `<|channel>` opens nothing (stray markup), every `<|"|>` opens or closes a string.
+    an unlabelled `<|channel>` opens nothing (stray markup), nor does one inside a thought, and
+    every `<|"|>` opens or closes a string.
     Strict or reading token ids (not `by_text`): no bare call is guessed (a stripped opener is in
-    the ids), so LINE_START is TEXT. Built once per setting: a server makes a parser per response."""
+    the ids), so LINE_START is TEXT. `declared` (tools declared) and guessing: text is PROSE, read
+    line by line for a declared tool's bare call. Built once per setting: a server makes a parser
+    per response."""
     guess = by_text and not strict
+    prose = guess and declared
     out = {}
     for state, row in TRANSITIONS.items():
+        if state in _DECLARED_ONLY and not prose:
+            continue
         row = dict(row)
         if not parse_thinking and state in IN_TEXT:
             for marker in _CHANNEL_MARKERS:
                 row.pop(marker, None)
         if strict and parse_thinking and state in IN_TEXT:
             row[tokens.CHANNEL_OPEN] = (STRAY, TEXT)
+        if strict and state in (THOUGHT, UNLABELLED_THOUGHT):  # a channel in a thought is markup
+            row[tokens.CHANNEL_OPEN] = (STRAY, state)
         if strict:
             row.pop(STRAY_DELIMITER, None)
             if state == STRING:
@@ -179,10 +243,13 @@ def table(parse_thinking: bool = True, strict: bool = False, by_text: bool = Tru
         if not guess:
             row = {marker: (entry[0], TEXT if entry[1] == LINE_START else entry[1]) + entry[2:]
                    for marker, entry in row.items()}
+        if prose:
+            row = {marker: (entry[0], PROSE if entry[1] == TEXT else entry[1]) + entry[2:]
+                   for marker, entry in row.items()}
         out[state] = row
     if not guess:
         out[LINE_START] = out[TEXT]
-    return StateTable(out, LINE_START if guess else TEXT)
+    return StateTable(out, LINE_START if guess else TEXT, PROSE if prose else TEXT)
 
 
 # The markers by the names tokens.py gives them (a diagram's labels cannot hold their `<`).

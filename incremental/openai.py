@@ -220,14 +220,18 @@ class OpenAIStream:
         parser = self.parser
         return parser.feed_aligned(held.text(), None if not parser.reads_token_ids else ()) + parser.feed_aligned(text, marks)
 
-    def flush(self) -> list[dict[str, Any]]:
+    def flush(self, finish_reason: str | None = None) -> list[dict[str, Any]]:
         """The end of the stream: the chunks of what the parser still held, then the final chunk.
-        A second call returns []. Raises nothing."""
+        `finish_reason`: the engine's, when known (`StreamParser.flush`: "stop" recovers a call
+        block the stream ended with complete arguments). A second call returns []. Raises
+        `TypeError` for a `finish_reason` not a str or None."""
         if self._finished:
             return []
+        if finish_reason is not None and type(finish_reason) is not str:
+            raise TypeError(f"finish_reason must be str or None, not {type(finish_reason).__name__}")
         self._finished = True
         events = self._parser_feed("")
-        chunks = self._chunks(events + self.parser.flush(), "", self._fed)
+        chunks = self._chunks(events + self.parser.flush(finish_reason), "", self._fed)
         self._open = None  # (the parser's flush ended its block: feed() now raises, as the parser's does)
         delta: dict[str, Any] = {} if self._role_sent else {"role": "assistant"}
         self._role_sent = True

@@ -103,17 +103,21 @@ def merge_deltas(events: Iterable[Event]) -> list[Event]:
     return out
 
 
-def parse_output(text: str, **options: Any) -> ParsedOutput:
+def parse_output(text: str, *, finish_reason: str | None = None, **options: Any) -> ParsedOutput:
     """Parse a complete model output. `options` are StreamParser's (`tools`, `tool_choice`,
-    `strict`, ...). Raises `TypeError` when `text` is not a str (or for an unknown option), and what
-    StreamParser raises for malformed `tools`; problems in the text are in the result's `errors`,
-    calls' diagnostics and `diagnostics`."""
+    `strict`, ...); `finish_reason` is the engine's, when known ("stop": a call block the output
+    ends in with complete arguments was not cut off; see `StreamParser.flush`). Raises `TypeError`
+    when `text` is not a str (or for an unknown option), and what StreamParser raises for malformed
+    `tools`; problems in the text are in the result's `errors`, calls' diagnostics and `diagnostics`."""
+    if finish_reason is not None and type(finish_reason) is not str:  # (checked on both paths)
+        raise TypeError(f"finish_reason must be str or None, not {type(finish_reason).__name__}")
     parser = StreamParser(**options)
-    # the usual shape, read by the express path; else (or with the accelerators off) None
+    # the usual shape, read by the express path (it takes no output that ends in an open block, so
+    # the finish reason changes nothing it takes); else (or with the accelerators off) None
     events = express.events(parser, text) if accelerators.ENABLED and type(text) is str else None
     if events is None:
         events = parser.feed(text)
-        events += parser.flush()
+        events += parser.flush(finish_reason)
     parsed = collect(events)
     if parser.diagnostics:
         parsed = dataclasses.replace(parsed, diagnostics=list(parser.diagnostics))

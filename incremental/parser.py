@@ -22,10 +22,15 @@ from ._block import COMPACT_EVERY
 from ._machine import StreamMachine
 from .token_ids import TokenMarkers
 
-__all__ = ["StreamParser", "default_id_factory"]
+__all__ = ["STOPPED", "StreamParser", "default_id_factory"]
 
-_TEXT, _THOUGHT, _UNLABELLED_THOUGHT, _CALL, _STRING, _DONE = (
-    _states.TEXT, _states.THOUGHT, _states.UNLABELLED_THOUGHT, _states.CALL, _states.STRING, _states.DONE)
+# The finish reason of a model that ended its turn (OpenAI's; vLLM, SGLang and llama.cpp's servers
+# send it when the stop token, which they strip from the text, was generated).
+STOPPED = "stop"
+
+_TEXT, _THOUGHT, _UNLABELLED_THOUGHT, _CALL, _STRING, _DONE, _PROSE = (
+    _states.TEXT, _states.THOUGHT, _states.UNLABELLED_THOUGHT, _states.CALL, _states.STRING, _states.DONE,
+    _states.PROSE)
 
 
 def default_id_factory() -> str:
@@ -73,7 +78,7 @@ class StreamParser:
         self._markers = markers
         self._marker_ids = markers.ids if markers is not None else frozenset()
         self._carry: tuple[int, ...] = ()  # ids of a character not complete when the last delta ended
-        table = _states.table(self.parse_thinking, self.strict, markers is None)
+        table = _states.table(self.parse_thinking, self.strict, markers is None, self.policy.tools is not None)
         self._machine = StreamMachine(self.policy, table, self.id_factory, self.start_in_thinking,
                                       _ACCELERATED, set() if markers is not None else None)
 
@@ -222,10 +227,11 @@ class StreamParser:
         # copy of what the scan does with such a chunk (an accelerator: off, the scan reads it).
         if not chunk:
             return []
-        if state is _TEXT or state is _THOUGHT or state is _UNLABELLED_THOUGHT:
+        if state is _TEXT or state is _THOUGHT or state is _UNLABELLED_THOUGHT or (state is _PROSE and "\n" not in chunk):
+            # (prose, tools declared: text too while no new line begins in the chunk)
             start = machine.pos
             end = machine.pos = start + len(chunk)
-            if state is not _TEXT:
+            if state is not _TEXT and state is not _PROSE:
                 return [ThinkingDelta(chunk, (start, end))]
             if start == machine.after_block and chunk.isspace():
                 machine.after_block = end
@@ -260,15 +266,24 @@ class StreamParser:
             return self.feed_aligned(chunk, None)
         return self.feed_aligned(*self.align(chunk, token_ids))
 
-    def flush(self) -> list[Event]:
+    def flush(self, finish_reason: str | None = None) -> list[Event]:
         """The end of the stream: release what was held back and close what is open. Raises
-        nothing; a second call returns []."""
+        nothing for any text; a second call returns []. Raises `TypeError` when `finish_reason` is
+        not a str or None.
+
+        `finish_reason`: why the engine stopped, when the caller knows it (OpenAI's field). "stop":
+        the model ended its turn and the server stripped the stop token, so a call block that the
+        stream ended with complete arguments is a recovered call (`missing-closer`), as it is
+        before a `<turn|>` (not strict). "length", anything else, or None: it may have been cut
+        off, so it stays a `tool_call_error` (docs/streaming.md#which-blocks-are-calls)."""
+        if finish_reason is not None and type(finish_reason) is not str:
+            raise TypeError(f"finish_reason must be str or None, not {type(finish_reason).__name__}")
         machine = self._machine
         if machine.state is _DONE:
             return []
         # The ids of a character the stream never completed are no text: an engine's incremental
         # detokenizer (vLLM's DecodeStream) never sends their bytes, in the stream or the message.
         self._carry = ()
-        events = machine.finish()
+        events = machine.finish(stopped=finish_reason == STOPPED)
         self.diagnostics.extend(self.policy.output_findings(machine.calls_made, machine.pos))
         return events

@@ -32,6 +32,7 @@ BUILT_IN_BASES = {
     "DocsError": (Exception,),
     "CommandError": (Exception,),
     "NotUTF8": (Exception,),
+    "Abandon": (Exception,),  # the lenient decoder's control flow: a block beyond recovery
     "ReaderGone": (Exception,),  # the command line's control flow: stdout's reader left
     "OutputFailed": (Exception,),  # stdout cannot be written
     "NumberOutOfRange": (Exception,),

@@ -20,7 +20,7 @@ import re
 import pytest
 
 from conftest import numbers_by_value, same
-from gemma4_incremental import collect, parse_stream
+from gemma4_incremental import StreamParser, collect
 from gemma4_incremental.openai import to_openai_message
 
 from stream_helpers import counter_ids, split_every
@@ -35,7 +35,9 @@ def _observe(case, chunks):
     options = dict(case.get("options", {}))
     if "tools" in case:
         options["tools"] = case["tools"]
-    out = collect(parse_stream(chunks, id_factory=counter_ids(), **options))
+    parser = StreamParser(id_factory=counter_ids(), **options)
+    events = [event for chunk in chunks for event in parser.feed(chunk)]
+    out = collect(events + parser.flush(finish_reason=case.get("finish_reason")))
     message = to_openai_message(out)
     return {"content": (message["content"] or "").strip(), "thinking": "".join(out.thinking).strip(),
             "calls": [{"name": call.name, "arguments": call.arguments} for call in out.calls]}

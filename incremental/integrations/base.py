@@ -139,10 +139,11 @@ class ToolCallDeltas:
         completes (possibly empty). Raises what `OpenAIStream.feed` raises."""
         return merge_chunks(self.stream.feed(text, token_ids), self.REASONING_FIELD)
 
-    def finish(self) -> Delta:
+    def finish(self, finish_reason: str | None = None) -> Delta:
         """What the parser still held, and the end of every open block (an unclosed call fails
-        here, as it does in `parse_output`). A second call returns an empty Delta."""
-        return merge_chunks(self.stream.flush(), self.REASONING_FIELD)
+        here, as it does in `parse_output`, unless `finish_reason` is "stop" and its arguments are
+        complete: `StreamParser.flush`). A second call returns an empty Delta."""
+        return merge_chunks(self.stream.flush(finish_reason), self.REASONING_FIELD)
 
 
 def token_parser(tokenizer: Any, options: Mapping[str, Any]) -> StreamParser | None:

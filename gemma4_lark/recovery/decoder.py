@@ -1,62 +1,27 @@
-"""Lenient recovery of call blocks the grammar rejects: the decoder that `StreamParser` (unless
-`strict=True`) hands such a block to, and whose readings are marked `recovered`.
-
-It is written without the grammar (nothing here imports Lark or the grammar-backed modules; a test
-checks it, as the spec asks of the lenient decoder). It works the way OMP's does, walking brackets
-and splitting at top-level commas while skipping `<|"|>` spans, and on every input the grammar
-accepts it returns what the strict parser returns. Outside the language it recovers what can be
-recovered safely and records each recovery as a diagnostic whose span (`pos` to `end`) covers the
-text it skipped or read unusually: every character of a recovered block is either part of a
-decoded value or inside such a span. The recoveries:
-
-* a missing `<|tool_call>` or `<tool_call|>`, a stray `:` before `call:`, spaces around its colon;
-* a missing closing brace or bracket (decode what is there), a mismatched closer;
-* text after the object; empty members and trailing commas (skipped); a second `call:` in the
-  same block (decoded as a call of its own by `decode_calls`);
-* a string whose closing delimiter never comes (it runs to the end, less the closers the open
-  objects need, or to a `,KEY:` that a delimiter follows: the next member), and `<|"|>` inside a
-  string that is not followed by `,` `}` `]` `:` or the end (read as a literal `"`, as models use
-  it for Python's triple quotes); a `<|"|>` right after an unquoted value that closes nothing;
-* JSON-quoted `"strings"` (decoded as JSON), single-quoted `'strings'`, `key=value`;
-* the Python-style `call:NAME(key=value, ...)` shell;
-* a value that starts like a number but is not one (`432+1`): kept as text;
-* a member with no `:` right after an undelimited word (`location:Tokyo, JP`): more of the word.
-
-Two readings leave text the model wrote out of the arguments, a key without its value and words
-after the object; they set `Decoded.lossy`, for the caller to refuse (the streaming parser makes
-such a block a `lossy` error unless asked otherwise).
-
-FunctionGemma's `<escape>` string delimiters inside an unquoted value are kept as the grammar
-reads them (part of the word) and reported (`functiongemma-escape`).
-
-It never raises. It returns no call when there is no `call:NAME` head to anchor one, and none when a
-member cannot be read safely (it gives up rather than invent arguments). Its cost is linear in the
-block: one pass, each diagnostic's line and column found in O(log n), and at most `_MAX_NOTES`
-diagnostics kept per call (the rest are summed up in one).
+"""The lenient decoder's walk over one call's arguments (`Decoder`): values, strings, keys and
+containers, each recovery noted as a diagnostic whose span covers what it skipped or read
+unusually (the package's docstring lists them). `Abandon`: the call is beyond recovery.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from json.decoder import scanstring as _json_string
 
-from . import tokens
-from .diagnostics import Diagnostic, LineIndex
-from .model import ToolCall
-from .schema.lexeme import Scalar
-from .error_base import Gemma4Error
+from .. import tokens
+from ..diagnostics import Diagnostic, LineIndex
+from ..error_base import Gemma4Error
+from ..schema.lexeme import Scalar
+from .scalars import LITERALS, MAX_INT_DIGITS, looks_numeric, read_number
+
+__all__ = ["Abandon", "Decoder", "MAX_NOTES", "WS"]
 
 _DELIM = tokens.STRING_DELIMITER
-_WS = " \t\r\n"  # the WS terminal's characters (no grammar code here: tests/test_recovery.py)
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:-")
+WS = " \t\r\n"  # the WS terminal's characters (no grammar code here: tests/test_recovery.py)
 # A bare key that is anything else means the member split went wrong (an undelimited string
 # with commas and colons): the decoder gives up rather than invent arguments.
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-$@")
-_DIGITS = frozenset("0123456789")
-_LITERALS = {"true": True, "false": False, "null": None, "None": None, "none": None}
-_STOPS = (tokens.TOOL_RESPONSE_OPEN, tokens.TURN_CLOSE, tokens.EOS)
 _ESCAPE = "<escape>"  # FunctionGemma's string delimiter, not Gemma 4's
 _INTERIOR_DELIMITER = f"{_DELIM} inside a string read as a quote"
 _UNCLOSED_BEFORE_MEMBER = f"the string opened here is not closed by {_DELIM}; it ends where the next member starts"
@@ -75,83 +40,15 @@ _KEY_END = re.compile(r"[:=,})\]]")
 _QUOTED_BODY = {q: re.compile(r"[^%s\\]*(?:\\.[^%s\\]*)*" % (q, q), re.S) for q in "\"'"}
 # Diagnostics kept per call; beyond, one `more-diagnostics` entry spans the rest (memory stays a
 # constant however many recoveries a block needs).
-_MAX_NOTES = 1000
-# Integers are decoded exactly up to CPython's default limit for int/str conversion (so the value
-# can be printed and JSON-encoded by whoever receives it); a longer one is refused with an error.
-# The strict parser has the same bound, written there independently.
-_MAX_INT_DIGITS = 4300
+MAX_NOTES = 1000
 # Diagnostics that say the block was cut off rather than finished: its arguments are incomplete.
 _CUT_OFF = frozenset({"missing-bracket", "unterminated-string-at-end"})
 # Diagnostics that say text the model wrote inside the arguments is in no decoded value (a key
 # without its value is left out): the call is then `lossy` (docs/leniency.md#lossy-recoveries).
 _DROPS = frozenset({"missing-value"})
-# What may follow the arguments' closing brace and be ignored without losing anything the model
-# meant: more closers and commas (`{a:1}}`); any other text after the object is dropped text.
-_CLOSERS_ONLY = re.compile(r"[ \t\r\n,}\])]*")
 
 
-@dataclass(frozen=True)
-class Decoded:
-    """What `decode_call` found: the call (or None) and how it got there. `complete` is False when
-    the arguments were cut off (a bracket or a string still open where the block ends); `lossy` is
-    True when the reading left text the model wrote out of the call (a key without its value,
-    text after the object): the call does not say all the model wrote."""
-
-    call: ToolCall | None
-    diagnostics: list = field(default_factory=list)
-    complete: bool = True
-    lossy: bool = False
-
-
-def _is_name(text: str) -> bool:
-    return bool(text) and all(c in _NAME_CHARS for c in text)
-
-
-def _decimal_int(digits: str) -> int:
-    """The exact int of a string of ASCII digits: halves converted separately, so no piece reaches
-    int()'s digit limit (at least 640 wherever it is set)."""
-    if len(digits) <= 600:
-        return int(digits)
-    low = len(digits) // 2
-    return _decimal_int(digits[:-low]) * 10 ** low + _decimal_int(digits[-low:])
-
-
-def _number(text: str):
-    """int or float when `text` is a complete decimal number, else None."""
-    body = text[1:] if text[:1] == "-" else text
-    if not body:
-        return None
-    if body.isascii() and body.isdigit():
-        value = _decimal_int(body)
-        return -value if text[:1] == "-" else value
-    mantissa, exponent = body, ""
-    for mark in "eE":
-        if mark in body:
-            mantissa, _, exponent = body.partition(mark)
-            break
-    if exponent:
-        digits = exponent[1:] if exponent[0] in "+-" else exponent
-        if not (digits.isascii() and digits.isdigit()):
-            return None
-    elif body[-1:] in "eE":
-        return None
-    whole, dot, fraction = mantissa.partition(".")
-    if not (whole or fraction) or not all(c in _DIGITS for c in whole + fraction):
-        return None
-    if not dot and not exponent:
-        return None
-    value = float(text)
-    return None if value in (float("inf"), float("-inf")) else value
-
-
-def _looks_numeric(text: str) -> bool:
-    """Begins like a number (`[+-]?[0-9.]`: docs/spec/BARE_WORD.md)."""
-    if text[:1] in _DIGITS or text[:1] == ".":
-        return True
-    return text[:1] in ("+", "-") and len(text) > 1 and (text[1] in _DIGITS or text[1] == ".")
-
-
-class _Decoder:
+class Decoder:
     """One pass over one call in a block. Positions in diagnostics are offsets from `base` (where
     the call starts in the block); line and column count from there too."""
 
@@ -163,7 +60,7 @@ class _Decoder:
         self.base = base
         self.base_line, self.base_column = lines.line_and_column(base)
         self.diagnostics: list[Diagnostic] = []
-        self.suppressed = None  # [count, first pos, furthest end] of the notes beyond _MAX_NOTES
+        self.suppressed = None  # [count, first pos, furthest end] of the notes beyond MAX_NOTES
         self.complete = True
         self.lossy = False      # text of the arguments left out of every value (`_DROPS`)
         self.in_parens = False  # the arguments are a `(...)` shell: `)` closes too
@@ -191,7 +88,7 @@ class _Decoder:
             if end > suppressed[2]:
                 suppressed[2] = end
             return
-        if len(self.diagnostics) >= _MAX_NOTES and severity != "error":
+        if len(self.diagnostics) >= MAX_NOTES and severity != "error":
             if self.suppressed is None:
                 self.suppressed = [0, pos, end]
             self.suppressed[0] += 1
@@ -217,7 +114,7 @@ class _Decoder:
         return sorted(found, key=lambda d: d.pos)
 
     def skip_ws(self, pos: int, end: int) -> int:
-        if pos < end and self.text[pos] in _WS:
+        if pos < end and self.text[pos] in WS:
             return _WS_RUN.match(self.text, pos, end).end()
         return pos
 
@@ -226,19 +123,19 @@ class _Decoder:
         """When text[low:q] ends with `,KEY:` (a delimiter follows at q), where its comma is."""
         text = self.text
         i = q
-        while i > low and text[i - 1] in _WS:
+        while i > low and text[i - 1] in WS:
             i -= 1
         if i <= low or text[i - 1] not in ":=":
             return None
         i -= 1
-        while i > low and text[i - 1] in _WS:
+        while i > low and text[i - 1] in WS:
             i -= 1
         j = i
         while j > low and text[j - 1] in _KEY_CHARS:
             j -= 1
         if j == i:
             return None
-        while j > low and text[j - 1] in _WS:
+        while j > low and text[j - 1] in WS:
             j -= 1
         return j - 1 if j > low and text[j - 1] == "," else None
 
@@ -265,7 +162,7 @@ class _Decoder:
             search = q + len(_DELIM)
         # never closed: the string runs to the end, less the closers the open structures need
         stop = end
-        while stop > search and text[stop - 1] in _WS:
+        while stop > search and text[stop - 1] in WS:
             stop -= 1
         needed = "".join(reversed([c["closer"] for c in stack]))
         if needed and stop - search >= len(needed) and text.startswith(needed, stop - len(needed)):
@@ -339,7 +236,7 @@ class _Decoder:
         stop = following.start() if following else close
         if stop <= plain_end or "<|" in text[plain_end:stop]:
             return None
-        value = text[pos:stop].strip(_WS)
+        value = text[pos:stop].strip(WS)
         self.note("string-run", ("the string field `{!s:.40}` has an undelimited value with commas or brackets: read"
                                  " to the {}", key, "next declared key" if following else "closing brace"),
                   pos, end=stop)
@@ -359,8 +256,8 @@ class _Decoder:
         found = (_SCALAR_END_IN_PARENS if self.in_parens else _SCALAR_END).search(text, pos, end)
         q = found.start() if found else end
         word = text[pos:q]
-        if word[-1:] in _WS or word[:1] in _WS:
-            word = word.strip(_WS)
+        if word[-1:] in WS or word[:1] in WS:
+            word = word.strip(WS)
         after = q
         if word and text[q:q + 1] == "<" and text.startswith(_DELIM, q):
             # `city:Tokyo<|"|>}`: a closing delimiter for a string never opened; it closes nothing
@@ -369,17 +266,17 @@ class _Decoder:
                 self.note("stray-delimiter", _STRAY_DELIMITER, q,
                           end=q + len(_DELIM))
                 after = q + len(_DELIM)
-        if word in _LITERALS:
-            return _LITERALS[word], after, word
+        if word in LITERALS:
+            return LITERALS[word], after, word
         if word.isdigit() and len(word) <= 600 and word.isascii():
             return int(word), after, word
-        if _looks_numeric(word):
+        if looks_numeric(word):
             digits = len(word) - (word[:1] in "+-")
-            if digits > _MAX_INT_DIGITS and word.lstrip("+-").isdigit():
-                self.note("number-too-long", f"an integer of {digits} digits (more than {_MAX_INT_DIGITS}) is"
+            if digits > MAX_INT_DIGITS and word.lstrip("+-").isdigit():
+                self.note("number-too-long", f"an integer of {digits} digits (more than {MAX_INT_DIGITS}) is"
                           " refused", pos, "error", end=q)
-                raise _Abandon(self.findings())
-            number = _number(word)
+                raise Abandon(self.findings())
+            number = read_number(word)
             if number is not None:
                 return number, after, word
             self.note("malformed-number", ("`{}` starts like a number but is not one; kept as text", word[:40]), pos,
@@ -409,7 +306,7 @@ class _Decoder:
         if ch in "{[":
             if len(stack) >= self.max_depth:
                 self.note("too-deep", f"nesting deeper than {self.max_depth} levels", pos, "error")
-                raise _Abandon(self.findings())
+                raise Abandon(self.findings())
             container = {} if ch == "{" else []
             stack.append({"value": container, "closer": "}" if ch == "{" else "]", "count": 0, "start": pos})
             return container, pos + 1, True
@@ -425,12 +322,12 @@ class _Decoder:
         found = _KEY_END.search(text, pos, end)
         q = found.start() if found else end
         key = text[pos:q]
-        if key[:1] in _WS or key[-1:] in _WS:
-            key = key.strip(_WS)
+        if key[:1] in WS or key[-1:] in WS:
+            key = key.strip(WS)
         if not _KEY.fullmatch(key):
             self.note("unreadable-key", f"`{key[:40]}` cannot be a key: the arguments cannot be read safely", pos,
                       "error", end=q)
-            raise _Abandon(self.findings())
+            raise Abandon(self.findings())
         return key, q
 
     def container(self, pos: int, end: int, opener: str) -> tuple[object, int]:
@@ -460,7 +357,7 @@ class _Decoder:
         while True:
             if pos < end:
                 ch = text[pos]
-                if ch in _WS:
+                if ch in WS:
                     pos = ws_run(text, pos, end).end()
                     ch = text[pos] if pos < end else None
             else:
@@ -512,13 +409,13 @@ class _Decoder:
                     found = key_end(text, pos, end)
                     q = found.start() if found else end
                     key = text[pos:q]
-                    if key[-1:] in _WS:
-                        key = key.rstrip(_WS)
+                    if key[-1:] in WS:
+                        key = key.rstrip(WS)
                     if not key_chars(key) and not (last_word is not None and last_word[0] is top and "<" not in key
                                                    and (q >= end or text[q] not in ":=")):
                         self.key(pos, end, stack)  # raises with the diagnostic
                     pos = q
-                if pos < end and text[pos] in _WS:
+                if pos < end and text[pos] in WS:
                     pos = ws_run(text, pos, end).end()
                 if pos < end and text[pos] in ":=":
                     if text[pos] == "=":
@@ -582,132 +479,9 @@ class _Decoder:
                 is_object = type(top) is dict
 
 
-class _Abandon(Gemma4Error):
+class Abandon(Gemma4Error):
     """The block is beyond recovery (too deep, or its members cannot be told apart)."""
 
     def __init__(self, diagnostics=()):
         super().__init__()
         self.diagnostics = list(diagnostics)
-
-
-def failure_code(diagnostics) -> str:
-    """The `ToolCallError.code` of a block the decoder could not read, from its findings."""
-    codes = {d.code for d in diagnostics if d.severity == "error"}
-    for code in ("too-deep", "internal"):
-        if code in codes:
-            return code
-    return "syntax"
-
-
-def decode_call(block: str, *, max_depth: int = 512) -> Decoded:
-    """Decode one call block, leniently. Never raises.
-
-    When the block holds further calls after the first (`call:a{...}call:b{...}`), the first is
-    returned with a `second-call` diagnostic spanning the rest; `decode_calls` decodes them all.
-    """
-    segments = decode_calls(block, max_depth=max_depth)
-    start, stop, decoded = segments[0]
-    if len(segments) == 1:
-        return decoded
-    lines = LineIndex(block)
-    line, column = lines.line_and_column(stop)
-    rest = Diagnostic("warning", "second-call", "another call follows in the same block; decode_calls reads it",
-                      line, column, stop, len(block))
-    found = [d for d in decoded.diagnostics if d.code != "second-call"]
-    return Decoded(decoded.call, found + [rest], decoded.complete, decoded.lossy)
-
-
-def decode_calls(block: str, *, max_depth: int = 512, lossless: bool = False, hints=None) -> list:
-    """Decode a call block that may hold several calls, leniently. Never raises.
-
-    Returns `(start, end, Decoded)` for each call: its part of the block, `block[start:end]`, and
-    what it decodes to (diagnostics relative to `start`). The parts tile the block. A block with no
-    call in it is one part whose `call` is None.
-
-    `lossless` (decoding against the declared tools): every scalar of the arguments is a
-    `gemma4_lark.schema.lexeme.Scalar` (value, text as written, position relative to `start`),
-    for the caller to type by the tool's schema. `hints` (with tools): a function of a call's
-    name giving an object with `keys` (the declared keys), `string_keys` (those whose schema
-    allows only a string) and `open` (other keys allowed), or None; an undelimited value of such a top-level key may then run to
-    the next declared key (`string-run`, docs/leniency.md).
-    """
-    try:
-        lines = LineIndex(block)
-        end = _body_end(block)
-        segments = []
-        start = 0
-        while True:
-            decoded, rest = _decode_call(block, max_depth, lines, start, end, not segments, lossless, hints)
-            if rest is None:
-                segments.append((start, len(block), decoded))
-                return segments
-            segments.append((start, rest, decoded))
-            start = rest
-    except Exception as exc:  # the promise is "never raises": a bug here must not crash a stream
-        return [(0, len(block), Decoded(None, [Diagnostic(
-            "error", "internal", f"reference decoder failed: {exc!r}", 1, 1, 0, len(block))], False))]
-
-
-def _body_end(text: str) -> int:
-    """Where the arguments end: before `<tool_call|>` (or what ended the block instead)."""
-    tail = text.rstrip(_WS)
-    if tail.endswith(tokens.TOOL_CALL_CLOSE):
-        return len(tail) - len(tokens.TOOL_CALL_CLOSE)
-    for marker in _STOPS:
-        if tail.endswith(marker):
-            return len(tail) - len(marker)
-    return -1 - len(tail)  # not closed: encoded as a negative number (see _decode_call)
-
-
-def _decode_call(block: str, max_depth: int, lines: LineIndex, start: int, body_end: int, first: bool,
-                 lossless: bool = False, hints=None):
-    """(Decoded, where a further call starts or None) for the call at block[start:]."""
-    d = _Decoder(block, max_depth, lines, start, lossless)
-    text = block
-    closed = body_end >= 0
-    end = body_end if closed else -1 - body_end
-    try:
-        pos = d.skip_ws(start, end)
-        if not first:
-            d.note("second-call", "a further call in the same block", start)
-        elif text.startswith(tokens.TOOL_CALL_OPEN, pos):
-            pos = d.skip_ws(pos + len(tokens.TOOL_CALL_OPEN), end)
-        else:
-            d.note("missing-opener", f"the block does not start with {tokens.TOOL_CALL_OPEN}", pos)
-        if text.startswith(":", pos) and text.startswith("call", d.skip_ws(pos + 1, end)):
-            d.note("stray-colon", "stray `:` before `call:`", pos, end=pos + 1)
-            pos = d.skip_ws(pos + 1, end)
-        if not text.startswith("call", pos):
-            return Decoded(None, d.findings(), False), None
-        colon = d.skip_ws(pos + 4, end)
-        if not text.startswith(":", colon):
-            return Decoded(None, d.findings(), False), None
-        if colon != pos + 4:
-            d.note("spaced-head", "spaces before the `:` of `call:`", pos + 4, end=colon)
-        pos = d.skip_ws(colon + 1, end)
-        q = pos
-        while q < end and text[q] not in "{(" and not text.startswith(tokens.CHANNEL_OPEN, q):
-            q += 1
-        name = text[pos:q].strip(_WS)
-        if q >= end or not _is_name(name) or text.startswith(tokens.CHANNEL_OPEN, q):
-            return Decoded(None, d.findings(), False), None
-        if text[q] == "(":
-            d.note("paren-call", "call written as NAME(key=value, ...)", q, end=q + 1)
-        found = hints(name) if hints is not None and text[q] == "{" else None
-        if found is not None and found.string_keys:
-            d.keys, d.string_keys, d.open_object = found.keys, found.string_keys, found.open
-        arguments, after = d.container(q, end, text[q])
-        rest = d.skip_ws(after, end)
-        further = None
-        if rest < end and text.startswith("call", rest) and text.startswith(":", d.skip_ws(rest + 4, end)):
-            further = rest
-            d.note("second-call", "another call follows in the same block", rest)
-        elif rest < end:
-            d.note("text-after-object", "text after the arguments' closing brace ignored", rest, end=end)
-            if _CLOSERS_ONLY.match(text, rest, end).end() < end:  # more than extra closers: words lost
-                d.lossy = True
-        if further is None and not closed:
-            d.note("missing-closer", f"the block is not closed by {tokens.TOOL_CALL_CLOSE}", end, end=len(text))
-        return Decoded(ToolCall(name, arguments), d.findings(), d.complete, d.lossy), further
-    except _Abandon as abandon:
-        return Decoded(None, abandon.diagnostics, False), None
