@@ -72,7 +72,7 @@ class StreamParser:
         """A new scan that reads markers by text (None) or by the token ids of `markers`."""
         self._markers = markers
         self._marker_ids = markers.ids if markers is not None else frozenset()
-        self._carry: tuple[int, ...] = ()  # ids of a character not complete when the last delta ended
+        self._carry: Sequence[int] = ()  # ids whose text the engine held back when the last delta ended
         table = _states.table(self.parse_thinking, self.strict, markers is None)
         self._machine = StreamMachine(self.policy, table, self.id_factory, self.start_in_thinking,
                                       _ACCELERATED, set() if markers is not None else None)
@@ -249,12 +249,11 @@ class StreamParser:
         if self._markers is None:
             raise ValueError("token_ids need a parser made by StreamParser.for_tokenizer(tokenizer)")
         machine = self._machine
-        if (chunk and token_ids is not None and self._marker_ids.isdisjoint(token_ids) and not machine.pending
-                and not machine.start_events and machine.state is not _states.LABEL_DUE
+        if (chunk and token_ids is not None and self._marker_ids.isdisjoint(token_ids) and not self._carry
+                and not machine.pending and not machine.start_events and machine.state is not _states.LABEL_DUE
                 and machine.state is not _DONE and not (machine.block is not None and machine.block.oversized)):
             # the common delta: text and no marker id, nothing held back: text, thought or block
             # content as a whole, whatever it spells
-            self._carry = ()
             return machine.plain(chunk)
         if token_ids is None:
             return self.feed_aligned(chunk, None)
@@ -268,7 +267,9 @@ class StreamParser:
             return []
         # The ids of a character the stream never completed are no text: an engine's incremental
         # detokenizer (vLLM's DecodeStream) never sends their bytes, in the stream or the message.
+        # A marker it held with them (one it skips) is still a marker.
+        events = self.feed_aligned(*self._markers.markers_in(self._carry)) if self._carry else []
         self._carry = ()
-        events = machine.finish()
+        events += machine.finish()
         self.diagnostics.extend(self.policy.output_findings(machine.calls_made, machine.pos))
         return events

@@ -205,7 +205,7 @@ class ThoughtGate:
         self.ended = False
         self._tokenizer = tokenizer
         self._markers = TokenMarkers.of(tokenizer) if tokenizer is not None else None
-        self._carry: tuple[int, ...] = ()  # ids of a character not complete yet (TokenMarkers.align)
+        self._carry: Sequence[int] = ()  # ids whose text is held back (TokenMarkers.align)
         self._parser: StreamParser | None = None
         self._head = ""      # before a thought is decided: what may still open one
         self._head_marks: tuple[int, ...] = ()  # where in it a marker's special token starts
@@ -289,7 +289,7 @@ class ThoughtGate:
             return None, self._head
         events = []
         if self._carry:  # a character never completed: as the whole text has it
-            events = self._parser.feed_aligned(self._markers.decode(list(self._carry), skip_special_tokens=False), ())
+            events = self._parser.feed_aligned(*self._markers.decoded(self._carry))
         held = [e.text for e in events + self._parser.flush() if type(e) is ThinkingDelta]
         return ("".join(held) if held else None), ""
 
