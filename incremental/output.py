@@ -10,7 +10,7 @@ from gemma4_lark import accelerators
 from gemma4_lark.diagnostics import Diagnostic
 from gemma4_lark.events import Event, Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError
 from . import express
-from .parser import StreamParser
+from .parser import StreamParser, plain_str
 
 
 def parse_stream(chunks: Iterable[str], **options: Any) -> Iterator[Event]:
@@ -107,12 +107,14 @@ def merge_deltas(events: Iterable[Event]) -> list[Event]:
 
 def parse_output(text: str, **options: Any) -> ParsedOutput:
     """Parse a complete model output. `options` are StreamParser's (`tools`, `tool_choice`,
-    `strict`, ...). Raises `TypeError` when `text` is not a str (or for an unknown option), and what
-    StreamParser raises for malformed `tools`; problems in the text are in the result's `errors`,
-    calls' diagnostics and `diagnostics`."""
+    `strict`, ...). Raises `TypeError` when `text` is not a str (a str subclass is read as a str)
+    or for an unknown option, and what StreamParser raises for malformed `tools`; problems in the
+    text are in the result's `errors`, calls' diagnostics and `diagnostics`."""
+    if type(text) is not str:
+        text = plain_str(text, "text")
     parser = StreamParser(**options)
     # the usual shape, read by the express path; else (or with the accelerators off) None
-    events = express.events(parser, text) if accelerators.ENABLED and type(text) is str else None
+    events = express.events(parser, text) if accelerators.ENABLED else None
     if events is None:
         events = parser.feed(text)
         events += parser.flush()

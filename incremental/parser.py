@@ -22,10 +22,18 @@ from ._block import COMPACT_EVERY
 from ._machine import StreamMachine
 from .token_ids import TokenMarkers
 
-__all__ = ["StreamParser", "default_id_factory"]
+__all__ = ["StreamParser", "default_id_factory", "plain_str"]
 
 _TEXT, _THOUGHT, _UNLABELLED_THOUGHT, _CALL, _STRING, _DONE = (
     _states.TEXT, _states.THOUGHT, _states.UNLABELLED_THOUGHT, _states.CALL, _states.STRING, _states.DONE)
+
+
+def plain_str(value: Any, what: str = "chunks") -> str:
+    """`value` as a str of Python's own type: a subclass (lark's Token, a caller's own) read once
+    at an entry point, so nothing after it meets one; else TypeError naming `what`."""
+    if isinstance(value, str):
+        return str.__str__(value)  # (not str(): a subclass may say something else in __str__)
+    raise TypeError(f"{what} must be str, not {type(value).__name__}")
 
 
 def default_id_factory() -> str:
@@ -164,17 +172,19 @@ class StreamParser:
     def align(self, chunk: str, token_ids: Sequence[int]) -> tuple[str, tuple[int, ...]]:
         """(the delta's text as reconstructed from `chunk` and its `token_ids`, where its markers'
         special tokens start in it): what `feed_aligned` takes. Raises ValueError for a parser not
-        made by `for_tokenizer`, TypeError for a non-str."""
+        made by `for_tokenizer`, TypeError for a non-str (a str subclass is read as a str)."""
         if self._markers is None:
             raise ValueError("token_ids need a parser made by StreamParser.for_tokenizer(tokenizer)")
         if type(chunk) is not str:
-            raise TypeError(f"chunks must be str, not {type(chunk).__name__}")
+            chunk = plain_str(chunk)
         text, marks, self._carry = self._markers.align(chunk, token_ids, self._carry)
         return text, marks
 
     def feed_aligned(self, chunk: str, marks: tuple[int, ...] | None) -> list[Event]:
         """feed() of a chunk already aligned (`align`): `marks` are its markers' offsets in it, or
         None to read its markers by text (in token mode, every `<` of it may start one)."""
+        if type(chunk) is not str:
+            chunk = plain_str(chunk)
         machine = self._machine
         if machine.marks is None:  # (a parser not made by for_tokenizer: marks are None)
             return self.feed(chunk)
@@ -204,11 +214,11 @@ class StreamParser:
         reconstructed from both (docs/streaming.md#token-ids).
 
         Problems in the text become events, never exceptions. Raises `TypeError` when `chunk` is
-        not a str, `ValueError` for `token_ids` given to a parser not made by `for_tokenizer`,
-        and `RuntimeError` after `flush()`.
+        not a str (a str subclass is read as a str), `ValueError` for `token_ids` given to a
+        parser not made by `for_tokenizer`, and `RuntimeError` after `flush()`.
         """
         if type(chunk) is not str:
-            raise TypeError(f"chunks must be str, not {type(chunk).__name__}")
+            chunk = plain_str(chunk)
         machine = self._machine
         if token_ids is not None or machine.marks is not None:
             return self._feed_ids(chunk, token_ids)

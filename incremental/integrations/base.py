@@ -19,7 +19,7 @@ from gemma4_lark.schema.registry import compile_tools
 from gemma4_lark.tools import read_tool_choice
 from ..openai import OpenAIStream, to_openai_message
 from ..output import parse_output
-from ..parser import StreamParser
+from ..parser import StreamParser, plain_str
 from ..token_ids import TokenMarkers
 
 __all__ = [
@@ -233,6 +233,8 @@ class ThoughtGate:
     def feed(self, text: str, token_ids: Sequence[int] | None = None) -> tuple[str | None, str, str | None]:
         if self.ended:
             raise RuntimeError("the thought is over: feed the rest to the tool parser")
+        if type(text) is not str:  # (a str subclass: read once as a str)
+            text = plain_str(text)
         marks: tuple[int, ...] | None = None
         if token_ids is not None and self._markers is not None:
             text, marks, self._carry = self._markers.align(text, token_ids, self._carry)
