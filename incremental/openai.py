@@ -140,11 +140,9 @@ class OpenAIStream:
 
     def feed(self, delta_text: str, token_ids: Sequence[int] | None = None) -> list[dict[str, Any]]:
         """The chunks `delta_text` completes. `token_ids`: the delta's ids, for a parser made by
-        `StreamParser.for_tokenizer` (markers by id; docs/streaming.md#token-ids). Raises what
-        `StreamParser.feed` raises (TypeError for a non-str, ValueError for ids a parser cannot
-        take, RuntimeError after flush)."""
-        if type(delta_text) is not str:  # (a str subclass: read once as a str)
-            delta_text = plain_str(delta_text)
+        `StreamParser.for_tokenizer` (markers by id; docs/streaming.md#token-ids); a str subclass
+        is read as a str. Raises what `StreamParser.feed` raises (TypeError for a non-str,
+        ValueError for ids a parser cannot take, RuntimeError after flush)."""
         marks = None
         arguments = self._open
         # Streamed arguments need the delta's text as reconstructed from its text and ids; whole
@@ -179,6 +177,8 @@ class OpenAIStream:
                         "finish_reason": None, "logprobs": None}]
                     return [chunk]
             return self._chunks(events, delta_text, start)
+        if type(delta_text) is not str:  # (a str subclass, read once as a str: the parser reads its own)
+            delta_text = plain_str(delta_text)
         if not marks and self._fed + len(delta_text) <= self._open_limit:
             fragment = arguments.feed_content(delta_text)
             if fragment is not None:
