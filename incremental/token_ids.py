@@ -95,7 +95,8 @@ class TokenMarkers:
         that skips them holds them too). Those are carried (`carry`: what the last call returned,
         given back with the next delta; a list is extended in place), and go with the next delta:
         decoded with its ids if it has no text either, else aligned with them (the engine's text
-        then holds their text). Raises nothing the tokenizer does not."""
+        then holds their text). A delta with text is aligned with its ids but those held at its
+        end, a marker among which is carried. Raises nothing the tokenizer does not."""
         if text:
             if carry:
                 ids = list(carry) + list(ids)
@@ -108,6 +109,35 @@ class TokenMarkers:
         marks = self._walk(text, ids)
         if marks is not None:
             return text, marks, ()
+        # The ids an engine's detokenizer holds back at the end of the delta (those after its text
+        # last ended in a complete character other than U+FFFD) are not in its text: the rest is
+        # aligned with it, and their text is the next delta's.
+        upto = self._complete((), ids, markers_written=True)
+        if 0 < upto < len(ids) and not text.endswith(self.decode(ids[upto:], skip_special_tokens=False)):
+            ids = ids[:upto]
+        # One that skips markers holds them with those ids (the text, markers left out, ends in
+        # U+FFFD before them): they go with the next delta, which places them after that text.
+        if ids[-1] in self.by_id and not text.endswith(self.by_id[ids[-1]]):
+            upto = self._complete((), ids)
+            if 0 < upto < len(ids):
+                return (*self._placed(text, ids[:upto]), list(ids[upto:]))
+        return (*self._placed(text, ids), ())
+
+    def decoded(self, ids: Sequence[int]) -> tuple[str, tuple[int, ...]]:
+        """(the text of `ids`, where a marker starts in it), as a delta with no text has it, held
+        ids and all. Raises nothing the tokenizer does not."""
+        return self._decoded(self._segments(ids)) if ids else ("", ())
+
+    def markers_in(self, carry: Sequence[int]) -> tuple[str, tuple[int, ...]]:
+        """What a stream's end makes of the ids still carried: their markers, one after the other,
+        and where each starts (their other ids are text the engine never sent: a character the
+        output did not complete). Raises nothing."""
+        return _joined([(self.by_id[token], self.by_id[token]) for token in carry if token in self.by_id])
+
+    # --- helpers --------------------------------------------------------------------------------
+    def _placed(self, text: str, ids: Sequence[int]) -> tuple[str, tuple[int, ...]]:
+        """align() of a delta with text whose ids are not its text, id by id (rule 3 of
+        docs/streaming.md#token-ids)."""
         segments = self._segments(ids)
         # Forward: each run of ordinary ids as its text, each marker id as its text, as long as the
         # delta's text agrees; a marker whose text is not there was skipped and is put back.
@@ -128,10 +158,9 @@ class TokenMarkers:
             k += 1
         if k == len(segments) and at == len(text):
             return _joined(ahead)
-        # Backward from the end, the same: an engine's detokenizer holds back the bytes of a
-        # character not complete at the end of a delta (the last run's text lacks its U+FFFD) and
-        # releases them at the start of a later one, before the text of this delta's ids. When
-        # every id is placed so, the text before them is that late text.
+        # Backward from the end, the same: an engine's detokenizer releases the text it held back
+        # at the start of a later delta, before the text of that delta's ids. When every id is
+        # placed so, the text before them is that late text.
         stop, end, behind = self._walk_back(segments, 0, text, 0)
         if stop == 0:
             return _joined([(None, text[:end])] + behind[::-1])
@@ -145,26 +174,13 @@ class TokenMarkers:
         between = [(marker, marker) for marker, _ in segments[k:stop] if marker is not None]
         return _joined(ahead + [(None, text[at:end])] + between + behind[::-1])
 
-    def decoded(self, ids: Sequence[int]) -> tuple[str, tuple[int, ...]]:
-        """(the text of `ids`, where a marker starts in it), as a delta with no text has it, held
-        ids and all. Raises nothing the tokenizer does not."""
-        return self._decoded(self._segments(ids)) if ids else ("", ())
-
-    def markers_in(self, carry: Sequence[int]) -> tuple[str, tuple[int, ...]]:
-        """What a stream's end makes of the ids still carried: their markers, one after the other,
-        and where each starts (their other ids are text the engine never sent: a character the
-        output did not complete). Raises nothing."""
-        return _joined([(self.by_id[token], self.by_id[token]) for token in carry if token in self.by_id])[:2]
-
-    # --- helpers --------------------------------------------------------------------------------
     def _walk_back(self, segments, k: int, text: str, at: int):
         """(the first segment placed, where its text starts, the segments placed as (marker, text)
         from the last) walking from the end of `text` back to `at` and of `segments` back to `k`.
-        The last run may lack the U+FFFD of the bytes an engine holds back at the end of a delta;
-        the first run may lack those of a character it released before it, and a leading space
-        (a detokenizer that writes one the ids' text has not, or the reverse)."""
+        The first run may lack the U+FFFD of a character an engine released before it, and a
+        leading space (a detokenizer that writes one the ids' text has not, or the reverse)."""
         behind: list[tuple[str | None, str]] = []
-        end, stop, last = len(text), len(segments), len(segments) - 1
+        end, stop = len(text), len(segments)
         while stop > k:
             marker, run = segments[stop - 1]
             if marker is not None:
@@ -172,7 +188,7 @@ class TokenMarkers:
                     end -= len(marker)
                 behind.append((marker, marker))
             else:
-                piece = self._run_before(run, text, at, end, stop - 1 == 0, stop - 1 == last)
+                piece = self._run_before(run, text, at, end, stop == 1)
                 if piece is None:
                     break
                 behind.append((None, piece))
@@ -266,17 +282,20 @@ class TokenMarkers:
         decoded, marks = self._decoded(self._segments(list(carry) + list(ids[:upto])))
         return decoded, marks, list(ids[upto:])
 
-    def _complete(self, carry: Sequence[int], ids: Sequence[int]) -> int:
-        """The most of `ids` after which the text of `carry` and them, markers left out, does not
-        end in U+FFFD (an engine's detokenizer releases the text up to there and holds the rest
-        back), or 0. The carried ids start where the text was complete, and it was not after any
-        of them. A character never spans a marker, and is at most `_CHARACTER_IDS` ids: each test
-        decodes that many at most, so a long held run costs linear time."""
+    def _complete(self, carry: Sequence[int], ids: Sequence[int], markers_written: bool = False) -> int:
+        """The most of `ids` after which the text of `carry` and them, markers left out (or
+        written: `markers_written`), does not end in U+FFFD (an engine's detokenizer releases the
+        text up to there and holds the rest back), or 0. The carried ids start where the text was
+        complete, and it was not after any of them. A character never spans a marker, and is at
+        most `_CHARACTER_IDS` ids: each test decodes that many at most, so a long held run costs
+        linear time."""
         by_id, decode = self.by_id, self.decode
         upto = len(ids)
         while upto:
-            if ids[upto - 1] in by_id:  # as complete as the text before it
-                upto -= 1
+            if ids[upto - 1] in by_id:
+                if markers_written:
+                    return upto
+                upto -= 1  # as complete as the text before it
                 continue
             window = list(ids[max(0, upto - _CHARACTER_IDS):upto])
             if len(window) < _CHARACTER_IDS:
@@ -310,17 +329,13 @@ class TokenMarkers:
                 return piece
         return None
 
-    def _run_before(self, run: list[int], text: str, at: int, end: int, first: bool = False,
-                    last: bool = False) -> str | None:
+    def _run_before(self, run: list[int], text: str, at: int, end: int, first: bool = False) -> str | None:
         for piece in self._texts(run):
             if text.endswith(piece, at, end):
                 return piece
-        if first or last:  # (`_walk_back` says what the ends of a delta may lack)
+        if first:  # (`_walk_back` says what the start of a delta may lack)
             for piece in self._texts(run):
-                if last:
-                    piece = piece.rstrip(_REPLACEMENT)
-                if first:
-                    piece = piece.lstrip(" " + _REPLACEMENT)
+                piece = piece.lstrip(" " + _REPLACEMENT)
                 if text.endswith(piece, at, end):
                     return piece
         return None
@@ -335,12 +350,12 @@ class TokenMarkers:
         return self._run_at(run, text, at + len(segments[k][0])) is None and self._run_at(run, text, at) is not None
 
 
-def _joined(pieces: list[tuple[str | None, str]]) -> tuple[str, tuple[int, ...], Sequence[int]]:
-    """align()'s answer for a delta's pieces: (marker or None, its text), and nothing carried."""
+def _joined(pieces: list[tuple[str | None, str]]) -> tuple[str, tuple[int, ...]]:
+    """The text of a delta's pieces, (marker or None, its text), and where its markers start."""
     marks = []
     size = 0
     for marker, piece in pieces:
         if marker is not None:
             marks.append(size)
         size += len(piece)
-    return "".join(piece for _, piece in pieces), tuple(marks), ()
+    return "".join(piece for _, piece in pieces), tuple(marks)
