@@ -34,7 +34,7 @@ from typing import Any, Sequence
 from gemma4_lark.events import Event, Text, ThinkingDelta, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart
 from .arguments import ArgumentStream
 from .output import ParsedOutput
-from .parser import StreamParser
+from .parser import StreamParser, plain_str
 from .pieces import COMPACT_EVERY, Pieces
 
 __all__ = ["OpenAIStream", "to_openai_message", "tool_call_error_entry"]
@@ -140,9 +140,9 @@ class OpenAIStream:
 
     def feed(self, delta_text: str, token_ids: Sequence[int] | None = None) -> list[dict[str, Any]]:
         """The chunks `delta_text` completes. `token_ids`: the delta's ids, for a parser made by
-        `StreamParser.for_tokenizer` (markers by id; docs/streaming.md#token-ids). Raises what
-        `StreamParser.feed` raises (TypeError for a non-str, ValueError for ids a parser cannot
-        take, RuntimeError after flush)."""
+        `StreamParser.for_tokenizer` (markers by id; docs/streaming.md#token-ids); a str subclass
+        is read as a str. Raises what `StreamParser.feed` raises (TypeError for a non-str,
+        ValueError for ids a parser cannot take, RuntimeError after flush)."""
         marks = None
         arguments = self._open
         # Streamed arguments need the delta's text as reconstructed from its text and ids; whole
@@ -177,7 +177,9 @@ class OpenAIStream:
                         "finish_reason": None, "logprobs": None}]
                     return [chunk]
             return self._chunks(events, delta_text, start)
-        if not marks and type(delta_text) is str and self._fed + len(delta_text) <= self._open_limit:
+        if type(delta_text) is not str:  # (a str subclass, read once as a str: the parser reads its own)
+            delta_text = plain_str(delta_text)
+        if not marks and self._fed + len(delta_text) <= self._open_limit:
             fragment = arguments.feed_content(delta_text)
             if fragment is not None:
                 # The common case while a call is written: the delta is all content of one of its

@@ -11,7 +11,7 @@ from gemma4_lark import accelerators
 from gemma4_lark.diagnostics import Diagnostic
 from gemma4_lark.events import Event, Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError
 from . import express
-from .parser import StreamParser
+from .parser import StreamParser, plain_str
 
 
 def parse_stream(chunks: Iterable[str], **options: Any) -> Iterator[Event]:
@@ -107,14 +107,17 @@ def parse_output(text: str, *, finish_reason: str | None = None, **options: Any)
     """Parse a complete model output. `options` are StreamParser's (`tools`, `tool_choice`,
     `strict`, ...); `finish_reason` is the engine's, when known ("stop": a call block the output
     ends in with complete arguments was not cut off; see `StreamParser.flush`). Raises `TypeError`
-    when `text` is not a str (or for an unknown option), and what StreamParser raises for malformed
-    `tools`; problems in the text are in the result's `errors`, calls' diagnostics and `diagnostics`."""
+    when `text` is not a str (a str subclass is read as a str), for an unknown option, and what
+    StreamParser raises for malformed `tools`; problems in the text are in the result's `errors`,
+    calls' diagnostics and `diagnostics`."""
     if finish_reason is not None and type(finish_reason) is not str:  # (checked on both paths)
         raise TypeError(f"finish_reason must be str or None, not {type(finish_reason).__name__}")
+    if type(text) is not str:
+        text = plain_str(text, "text")
     parser = StreamParser(**options)
     # the usual shape, read by the express path (it takes no output that ends in an open block, so
     # the finish reason changes nothing it takes); else (or with the accelerators off) None
-    events = express.events(parser, text) if accelerators.ENABLED and type(text) is str else None
+    events = express.events(parser, text) if accelerators.ENABLED else None
     if events is None:
         events = parser.feed(text)
         events += parser.flush(finish_reason)

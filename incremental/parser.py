@@ -22,7 +22,7 @@ from ._block import COMPACT_EVERY
 from ._machine import StreamMachine
 from .token_ids import TokenMarkers
 
-__all__ = ["STOPPED", "StreamParser", "default_id_factory"]
+__all__ = ["STOPPED", "StreamParser", "default_id_factory", "plain_str"]
 
 # The finish reason of a model that ended its turn (OpenAI's; vLLM, SGLang and llama.cpp's servers
 # send it when the stop token, which they strip from the text, was generated).
@@ -31,6 +31,14 @@ STOPPED = "stop"
 _TEXT, _THOUGHT, _UNLABELLED_THOUGHT, _CALL, _STRING, _DONE, _PROSE = (
     _states.TEXT, _states.THOUGHT, _states.UNLABELLED_THOUGHT, _states.CALL, _states.STRING, _states.DONE,
     _states.PROSE)
+
+
+def plain_str(value: Any, what: str = "chunks") -> str:
+    """`value` as a str of Python's own type: a subclass (lark's Token, a caller's own) read once
+    at an entry point, so nothing after it meets one; else TypeError naming `what`."""
+    if isinstance(value, str):
+        return str.__str__(value)  # (not str(): a subclass may say something else in __str__)
+    raise TypeError(f"{what} must be str, not {type(value).__name__}")
 
 
 def default_id_factory() -> str:
@@ -77,7 +85,7 @@ class StreamParser:
         """A new scan that reads markers by text (None) or by the token ids of `markers`."""
         self._markers = markers
         self._marker_ids = markers.ids if markers is not None else frozenset()
-        self._carry: tuple[int, ...] = ()  # ids of a character not complete when the last delta ended
+        self._carry: Sequence[int] = ()  # ids whose text the engine held back when the last delta ended
         table = _states.table(self.parse_thinking, self.strict, markers is None, self.policy.tools is not None)
         self._machine = StreamMachine(self.policy, table, self.id_factory, self.start_in_thinking,
                                       _ACCELERATED, set() if markers is not None else None)
@@ -169,17 +177,19 @@ class StreamParser:
     def align(self, chunk: str, token_ids: Sequence[int]) -> tuple[str, tuple[int, ...]]:
         """(the delta's text as reconstructed from `chunk` and its `token_ids`, where its markers'
         special tokens start in it): what `feed_aligned` takes. Raises ValueError for a parser not
-        made by `for_tokenizer`, TypeError for a non-str."""
+        made by `for_tokenizer`, TypeError for a non-str (a str subclass is read as a str)."""
         if self._markers is None:
             raise ValueError("token_ids need a parser made by StreamParser.for_tokenizer(tokenizer)")
         if type(chunk) is not str:
-            raise TypeError(f"chunks must be str, not {type(chunk).__name__}")
+            chunk = plain_str(chunk)
         text, marks, self._carry = self._markers.align(chunk, token_ids, self._carry)
         return text, marks
 
     def feed_aligned(self, chunk: str, marks: tuple[int, ...] | None) -> list[Event]:
         """feed() of a chunk already aligned (`align`): `marks` are its markers' offsets in it, or
         None to read its markers by text (in token mode, every `<` of it may start one)."""
+        if type(chunk) is not str:
+            chunk = plain_str(chunk)
         machine = self._machine
         if machine.marks is None:  # (a parser not made by for_tokenizer: marks are None)
             return self.feed(chunk)
@@ -209,11 +219,11 @@ class StreamParser:
         reconstructed from both (docs/streaming.md#token-ids).
 
         Problems in the text become events, never exceptions. Raises `TypeError` when `chunk` is
-        not a str, `ValueError` for `token_ids` given to a parser not made by `for_tokenizer`,
-        and `RuntimeError` after `flush()`.
+        not a str (a str subclass is read as a str), `ValueError` for `token_ids` given to a
+        parser not made by `for_tokenizer`, and `RuntimeError` after `flush()`.
         """
         if type(chunk) is not str:
-            raise TypeError(f"chunks must be str, not {type(chunk).__name__}")
+            chunk = plain_str(chunk)
         machine = self._machine
         if token_ids is not None or machine.marks is not None:
             return self._feed_ids(chunk, token_ids)
@@ -255,12 +265,11 @@ class StreamParser:
         if self._markers is None:
             raise ValueError("token_ids need a parser made by StreamParser.for_tokenizer(tokenizer)")
         machine = self._machine
-        if (chunk and token_ids is not None and self._marker_ids.isdisjoint(token_ids) and not machine.pending
-                and not machine.start_events and machine.state is not _states.LABEL_DUE
+        if (chunk and token_ids is not None and self._marker_ids.isdisjoint(token_ids) and not self._carry
+                and not machine.pending and not machine.start_events and machine.state is not _states.LABEL_DUE
                 and machine.state is not _DONE and not (machine.block is not None and machine.block.oversized)):
             # the common delta: text and no marker id, nothing held back: text, thought or block
             # content as a whole, whatever it spells
-            self._carry = ()
             return machine.plain(chunk)
         if token_ids is None:
             return self.feed_aligned(chunk, None)
@@ -283,7 +292,9 @@ class StreamParser:
             return []
         # The ids of a character the stream never completed are no text: an engine's incremental
         # detokenizer (vLLM's DecodeStream) never sends their bytes, in the stream or the message.
+        # A marker it held with them (one it skips) is still a marker.
+        events = self.feed_aligned(*self._markers.markers_in(self._carry)) if self._carry else []
         self._carry = ()
-        events = machine.finish(stopped=finish_reason == STOPPED)
+        events += machine.finish(stopped=finish_reason == STOPPED)
         self.diagnostics.extend(self.policy.output_findings(machine.calls_made, machine.pos))
         return events

@@ -27,6 +27,14 @@ _READ: "weakref.WeakKeyDictionary[Any, TokenMarkers]" = weakref.WeakKeyDictionar
 # How many ids' own texts are kept (a vocabulary has some 262,000; a stream uses few of them).
 _MAX_PIECES = 1 << 16
 
+# What a decoding has for bytes that are no complete character: an engine's detokenizer holds
+# text back while it ends in it.
+_REPLACEMENT = "\ufffd"
+
+# A character is at most 4 bytes and an id stands for at least one: whether a text ends inside a
+# character shows in the decoding of its last 4 ids.
+_CHARACTER_IDS = 4
+
 # Without these a tokenizer is not Gemma 4's: no call could ever be recognised by id.
 _REQUIRED = (tokens.TOOL_CALL_OPEN, tokens.TOOL_CALL_CLOSE, tokens.STRING_DELIMITER)
 
@@ -80,100 +88,117 @@ class TokenMarkers:
         return cls(by_id, decode)
 
     def align(self, text: str, ids: Sequence[int],
-              carry: Sequence[int] = ()) -> tuple[str, tuple[int, ...], tuple[int, ...]]:
+              carry: Sequence[int] = ()) -> tuple[str, tuple[int, ...], Sequence[int]]:
         """(the delta's text as reconstructed, the offsets in it where a marker's special token
         starts, the ids to carry to the next delta). A delta with no marker id is its text as it
         is, with no marker in it, whatever it spells (the common case: no decoding). A delta with
-        no text has its ids decoded, but for the bytes of a character not yet complete at its
-        end: their ids are carried (`carry`, given back with the next delta) and decoded with the
-        next delta's ids if that one has no text either; a delta with text has them in it.
-        Raises nothing the tokenizer does not."""
+        no text has its ids decoded, but for those an engine's detokenizer holds back: the ids
+        after the text so far last ended in a complete character other than U+FFFD (one not
+        complete yet, or a real U+FFFD it cannot tell from one), markers included (a detokenizer
+        that skips them holds them too). Those are carried (`carry`: what the last call returned,
+        given back with the next delta; a list is extended in place), and go with the next delta:
+        decoded with its ids if it has no text either, else aligned with them (the engine's text
+        then holds their text). A delta with text is aligned with its ids but those held at its
+        end, a marker among which is carried. Raises nothing the tokenizer does not."""
         if text:
+            if carry:
+                ids = list(carry) + list(ids)
             if self.ids.isdisjoint(ids):
                 return text, (), ()
         elif not ids:
-            return "", (), tuple(carry)
+            return "", (), carry
         else:
-            # every id's text is missing (speculative decoding), or an engine holds back a split
-            # character: the ids' text, decoded
-            segments = self._segments(list(carry) + list(ids) if carry else ids)
-            held: tuple[int, ...] = ()
-            decoded, marks = self._decoded(segments)
-            if segments[-1][0] is None and decoded.endswith("\ufffd"):
-                run = segments[-1][1]
-                cut = self._incomplete(run)
-                if cut:
-                    held = tuple(run[-cut:])
-                    del run[-cut:]
-                    decoded, marks = self._decoded(segments)
-            return decoded, marks, held
+            return self._without_text(ids, carry)
         marks = self._walk(text, ids)
         if marks is not None:
             return text, marks, ()
+        # The ids an engine's detokenizer holds back at the end of the delta (those after its text
+        # last ended in a complete character other than U+FFFD) are not in its text: the rest is
+        # aligned with it, and their text is the next delta's.
+        upto = self._complete((), ids, markers_written=True)
+        if 0 < upto < len(ids) and not text.endswith(self.decode(ids[upto:], skip_special_tokens=False)):
+            ids = ids[:upto]
+        # One that skips markers holds them with those ids (the text, markers left out, ends in
+        # U+FFFD before them): they go with the next delta, which places them after that text.
+        if ids[-1] in self.by_id and not text.endswith(self.by_id[ids[-1]]):
+            upto = self._complete((), ids)
+            if 0 < upto < len(ids):
+                return (*self._placed(text, ids[:upto]), list(ids[upto:]))
+        return (*self._placed(text, ids), ())
+
+    def decoded(self, ids: Sequence[int]) -> tuple[str, tuple[int, ...]]:
+        """(the text of `ids`, where a marker starts in it), as a delta with no text has it, held
+        ids and all. Raises nothing the tokenizer does not."""
+        return self._decoded(self._segments(ids)) if ids else ("", ())
+
+    def markers_in(self, carry: Sequence[int]) -> tuple[str, tuple[int, ...]]:
+        """What a stream's end makes of the ids still carried: their markers, one after the other,
+        and where each starts (their other ids are text the engine never sent: a character the
+        output did not complete). Raises nothing."""
+        return _joined([(self.by_id[token], self.by_id[token]) for token in carry if token in self.by_id])
+
+    # --- helpers --------------------------------------------------------------------------------
+    def _placed(self, text: str, ids: Sequence[int]) -> tuple[str, tuple[int, ...]]:
+        """align() of a delta with text whose ids are not its text, id by id (rule 3 of
+        docs/streaming.md#token-ids)."""
         segments = self._segments(ids)
-        out: list[str] = []
-        marks: list[int] = []
-        size = 0
         # Forward: each run of ordinary ids as its text, each marker id as its text, as long as the
         # delta's text agrees; a marker whose text is not there was skipped and is put back.
+        ahead: list[tuple[str | None, str]] = []
         at, k = 0, 0
         while k < len(segments):
             marker, run = segments[k]
             if marker is not None:
                 if text.startswith(marker, at) and not self._skipped(segments, k, text, at):
                     at += len(marker)
-                marks.append(size)
-                out.append(marker)
-                size += len(marker)
+                ahead.append((marker, marker))
             else:
                 piece = self._run_at(run, text, at)
                 if piece is None:
                     break
-                out.append(piece)
+                ahead.append((None, piece))
                 at += len(piece)
-                size += len(piece)
             k += 1
-        if k == len(segments):
-            if at < len(text):  # text the engine released late (a character whose bytes were split)
-                out.append(text[at:])
-            return "".join(out), tuple(marks), ()
-        # Backward from the end, the same: an engine that holds back part of a character makes the
-        # text differ from the ids' only at its ends.
-        tail: list[tuple[str | None, str]] = []
+        if k == len(segments) and at == len(text):
+            return _joined(ahead)
+        # Backward from the end, the same: an engine's detokenizer releases the text it held back
+        # at the start of a later delta, before the text of that delta's ids. When every id is
+        # placed so, the text before them is that late text.
+        stop, end, behind = self._walk_back(segments, 0, text, 0)
+        if stop == 0:
+            return _joined([(None, text[:end])] + behind[::-1])
+        if k == len(segments):  # text after all of the ids' (released late, at the end)
+            return _joined(ahead + [(None, text[at:])])
+        # Else from the end down to where the forward walk stopped. The ids in between cannot be
+        # placed in the text: what is left of it is content as it stands (a delta with text is
+        # never decoded into more: text a server left out on purpose, such as a thought before a
+        # marker it forwards, would come twice), and the markers among those ids follow it.
+        stop, end, behind = self._walk_back(segments, k, text, at)
+        between = [(marker, marker) for marker, _ in segments[k:stop] if marker is not None]
+        return _joined(ahead + [(None, text[at:end])] + between + behind[::-1])
+
+    def _walk_back(self, segments, k: int, text: str, at: int):
+        """(the first segment placed, where its text starts, the segments placed as (marker, text)
+        from the last) walking from the end of `text` back to `at` and of `segments` back to `k`.
+        The first run may lack the U+FFFD of a character an engine released before it, and a
+        leading space (a detokenizer that writes one the ids' text has not, or the reverse)."""
+        behind: list[tuple[str | None, str]] = []
         end, stop = len(text), len(segments)
         while stop > k:
             marker, run = segments[stop - 1]
             if marker is not None:
                 if text.endswith(marker, at, end):
                     end -= len(marker)
-                tail.append((marker, marker))
+                behind.append((marker, marker))
             else:
-                piece = self._run_before(run, text, at, end)
+                piece = self._run_before(run, text, at, end, stop == 1)
                 if piece is None:
                     break
-                tail.append((None, piece))
+                behind.append((None, piece))
                 end -= len(piece)
             stop -= 1
-        # The ids in between cannot be placed in the text: what is left of it is content as it
-        # stands (a delta with text is never decoded into more: text a server left out on purpose,
-        # such as a thought before a marker it forwards, would come twice), and the markers among
-        # those ids follow it.
-        middle = text[at:end]
-        out.append(middle)
-        size += len(middle)
-        for marker, _ in segments[k:stop]:
-            if marker is not None:
-                marks.append(size)
-                out.append(marker)
-                size += len(marker)
-        for marker, piece in reversed(tail):
-            if marker is not None:
-                marks.append(size)
-            out.append(piece)
-            size += len(piece)
-        return "".join(out), tuple(marks), ()
+        return stop, end, behind
 
-    # --- helpers --------------------------------------------------------------------------------
     def _walk(self, text: str, ids: Sequence[int]) -> tuple[int, ...] | None:
         """Where the markers are when the delta's text is its ids' texts, each id decoded alone,
         one after the other (the common delta with a marker); None when it is not."""
@@ -234,19 +259,63 @@ class TokenMarkers:
                 piece = self.decode([token], skip_special_tokens=False)
                 if len(pieces) < _MAX_PIECES:
                     pieces[token] = piece
-            if "\ufffd" in piece:
+            if _REPLACEMENT in piece:
                 return self.decode(run, skip_special_tokens=False)
             texts.append(piece)
         return "".join(texts)
 
-    def _incomplete(self, run: list[int]) -> int:
-        """How many ids at the end of `run`, whose text ends in U+FFFD, are the first bytes of a
-        character not complete yet, at most 3 (a character is at most 4 bytes); 0 if none."""
-        decode = self.decode
-        for cut in range(1, min(3, len(run)) + 1):
-            if not decode(run[:-cut], skip_special_tokens=False).endswith("\ufffd"):
-                return cut
-        return 0
+    def _without_text(self, ids: Sequence[int], carry: Sequence[int]) -> tuple[str, tuple[int, ...], Sequence[int]]:
+        """align() of a delta with no text: its ids decoded after those carried, but for those an
+        engine's detokenizer holds back at the end (`_complete`)."""
+        if len(carry) < _CHARACTER_IDS:  # (the usual: nothing held, or a part of one character)
+            segments = self._segments(list(carry) + list(ids) if carry else ids)
+            decoded, marks = self._decoded(segments)
+            end = len(decoded)
+            for marker, _ in reversed(segments):  # (the text before the markers at the end)
+                if marker is None:
+                    break
+                end -= len(marker)
+            if not decoded.endswith(_REPLACEMENT, 0, end):
+                return decoded, marks, ()
+        upto = self._complete(carry, ids)
+        if not upto:  # nothing complete yet: the engine holds all of it too
+            held = carry if type(carry) is list else list(carry)
+            held.extend(ids)
+            return "", (), held
+        decoded, marks = self._decoded(self._segments(list(carry) + list(ids[:upto])))
+        return decoded, marks, list(ids[upto:])
+
+    def _complete(self, carry: Sequence[int], ids: Sequence[int], markers_written: bool = False) -> int:
+        """The most of `ids` after which the text of `carry` and them, markers left out (or
+        written: `markers_written`), does not end in U+FFFD (an engine's detokenizer releases the
+        text up to there and holds the rest back), or 0. The carried ids start where the text was
+        complete, and it was not after any of them. A character never spans a marker, and is at
+        most `_CHARACTER_IDS` ids: each test decodes that many at most, so a long held run costs
+        linear time."""
+        by_id, decode = self.by_id, self.decode
+        upto = len(ids)
+        while upto:
+            if ids[upto - 1] in by_id:
+                if markers_written:
+                    return upto
+                upto -= 1  # as complete as the text before it
+                continue
+            window = list(ids[max(0, upto - _CHARACTER_IDS):upto])
+            if len(window) < _CHARACTER_IDS:
+                window[:0] = carry[max(0, len(carry) - _CHARACTER_IDS + len(window)):]
+            for k in range(len(window) - 1, -1, -1):
+                if window[k] in by_id:
+                    del window[:k + 1]
+                    break
+            if not decode(window, skip_special_tokens=False).endswith(_REPLACEMENT):
+                break
+            upto -= 1
+        else:
+            if carry:
+                return 0
+        while upto < len(ids) and ids[upto] in by_id:  # the markers right after it
+            upto += 1
+        return upto
 
     def _texts(self, run: list[int]):
         """The run's text, with the special tokens that are not markers and without (a server that
@@ -263,10 +332,15 @@ class TokenMarkers:
                 return piece
         return None
 
-    def _run_before(self, run: list[int], text: str, at: int, end: int) -> str | None:
+    def _run_before(self, run: list[int], text: str, at: int, end: int, first: bool = False) -> str | None:
         for piece in self._texts(run):
             if text.endswith(piece, at, end):
                 return piece
+        if first:  # (`_walk_back` says what the start of a delta may lack)
+            for piece in self._texts(run):
+                piece = piece.lstrip(" " + _REPLACEMENT)
+                if text.endswith(piece, at, end):
+                    return piece
         return None
 
     def _skipped(self, segments, k: int, text: str, at: int) -> bool:
@@ -277,3 +351,14 @@ class TokenMarkers:
             return False
         run = segments[k + 1][1]
         return self._run_at(run, text, at + len(segments[k][0])) is None and self._run_at(run, text, at) is not None
+
+
+def _joined(pieces: list[tuple[str | None, str]]) -> tuple[str, tuple[int, ...]]:
+    """The text of a delta's pieces, (marker or None, its text), and where its markers start."""
+    marks = []
+    size = 0
+    for marker, piece in pieces:
+        if marker is not None:
+            marks.append(size)
+        size += len(piece)
+    return "".join(piece for _, piece in pieces), tuple(marks)

@@ -20,7 +20,7 @@ from gemma4_lark.schema.registry import compile_tools
 from gemma4_lark.tools import read_tool_choice
 from ..openai import OpenAIStream, to_openai_message
 from ..output import parse_output
-from ..parser import StreamParser
+from ..parser import StreamParser, plain_str
 from ..token_ids import TokenMarkers
 
 __all__ = [
@@ -207,7 +207,7 @@ class ThoughtGate:
         self.ended = False
         self._tokenizer = tokenizer
         self._markers = TokenMarkers.of(tokenizer) if tokenizer is not None else None
-        self._carry: tuple[int, ...] = ()  # ids of a character not complete yet (TokenMarkers.align)
+        self._carry: Sequence[int] = ()  # ids whose text is held back (TokenMarkers.align)
         self._parser: StreamParser | None = None
         self._head = ""      # before a thought is decided: what may still open one
         self._head_marks: tuple[int, ...] = ()  # where in it a marker's special token starts
@@ -235,6 +235,8 @@ class ThoughtGate:
     def feed(self, text: str, token_ids: Sequence[int] | None = None) -> tuple[str | None, str, str | None]:
         if self.ended:
             raise RuntimeError("the thought is over: feed the rest to the tool parser")
+        if type(text) is not str:  # (a str subclass: read once as a str)
+            text = plain_str(text)
         marks: tuple[int, ...] | None = None
         if token_ids is not None and self._markers is not None:
             text, marks, self._carry = self._markers.align(text, token_ids, self._carry)
@@ -291,7 +293,7 @@ class ThoughtGate:
             return None, self._head
         events = []
         if self._carry:  # a character never completed: as the whole text has it
-            events = self._parser.feed_aligned(self._markers.decode(list(self._carry), skip_special_tokens=False), ())
+            events = self._parser.feed_aligned(*self._markers.decoded(self._carry))
         held = [e.text for e in events + self._parser.flush() if type(e) is ThinkingDelta]
         return ("".join(held) if held else None), ""
 
