@@ -7,6 +7,7 @@ path's to decide, so nothing about errors can differ. Canonical, mutated, hostil
 grammar-generated blocks; and the typical blocks must be taken, or the path is dead code.
 """
 
+import contextlib
 import math
 
 import pytest
@@ -51,7 +52,16 @@ def _delimiters(text: str) -> list[int]:
     return found
 
 
-def _check(text: str, max_depth: int = DEFAULT_MAX_DEPTH) -> bool:
+def _lalr_answer(text: str, max_depth: int):
+    """(the LALR path's call or its GemmaSyntaxError, the repeated keys it reports)."""
+    duplicates: list = []
+    try:
+        return _lalr(text, max_depth, duplicates), duplicates
+    except g.GemmaSyntaxError as err:
+        return err, duplicates
+
+
+def _check(text: str, max_depth: int = DEFAULT_MAX_DEPTH, answers: dict | None = None) -> bool:
     """Whether the fast path took `text`; fails when what it gave differs from LALR's, or when it
     took, asked for unique keys, a block in which LALR reports a repeated key."""
     fast = fastpath.parse_call(text, max_depth)
@@ -64,11 +74,12 @@ def _check(text: str, max_depth: int = DEFAULT_MAX_DEPTH) -> bool:
     if fast is None:
         assert unique is None, text
         return False
-    duplicates: list = []
-    try:
-        slow = _lalr(text, max_depth, duplicates)
-    except g.GemmaSyntaxError as err:
-        pytest.fail(f"the fast path accepted what the grammar rejects ({err.message}): {text!r}")
+    answers = {} if answers is None else answers  # the LALR answer, read once for every mode
+    if "lalr" not in answers:
+        answers["lalr"] = _lalr_answer(text, max_depth)
+    slow, duplicates = answers["lalr"]
+    if isinstance(slow, g.GemmaSyntaxError):
+        pytest.fail(f"the fast path accepted what the grammar rejects ({slow.message}): {text!r}")
     assert fast.name == slow.name, text
     assert _typed(fast.arguments) == _typed(slow.arguments), text
     if duplicates:
@@ -81,17 +92,42 @@ def _check(text: str, max_depth: int = DEFAULT_MAX_DEPTH) -> bool:
 SHIPPED = {name: getattr(fastpath, name) for name in ("_LONG_STRINGS", "_LONG_STRING_AVERAGE")}
 
 
-@pytest.fixture(autouse=True, params=["strings encoded", "strings put back", "split by memchr"])
-def string_mode(request, monkeypatch):
-    """Every test three times: the strings JSON-encoded into the template (short strings, the
-    usual case), put back into the decoded value by token (what long strings take), and the
-    block split at its delimiters by marker_search (what a long block takes) whatever its size."""
-    if request.param == "strings put back":
-        monkeypatch.setattr(fastpath, "_LONG_STRINGS", -1)
-        monkeypatch.setattr(fastpath, "_LONG_STRING_AVERAGE", 0)
-    if request.param == "split by memchr":
-        monkeypatch.setattr(marker_search, "SHORT", 0)
-    return request.param
+STRING_MODES = ["strings encoded", "strings put back", "split by memchr"]
+
+
+@contextlib.contextmanager
+def string_mode_set(mode: str):
+    """The fast path's string handling forced to `mode`: the strings JSON-encoded into the
+    template (short strings, the usual case), put back into the decoded value by token (what long
+    strings take), or the block split at its delimiters by marker_search (what a long block takes)
+    whatever its size."""
+    saved = {name: getattr(fastpath, name) for name in SHIPPED}, marker_search.SHORT
+    if mode == "strings put back":
+        fastpath._LONG_STRINGS, fastpath._LONG_STRING_AVERAGE = -1, 0
+    if mode == "split by memchr":
+        marker_search.SHORT = 0
+    try:
+        yield mode
+    finally:
+        for name, value in saved[0].items():
+            setattr(fastpath, name, value)
+        marker_search.SHORT = saved[1]
+
+
+@pytest.fixture(params=STRING_MODES)
+def string_mode(request):
+    """The example tests run three times, once in each string mode."""
+    with string_mode_set(request.param):
+        yield request.param
+
+
+def _check_every_mode(text: str, max_depth: int = DEFAULT_MAX_DEPTH) -> None:
+    """`_check` in each string mode on the same block, the LALR answer read once: the property
+    tests draw each example once and hold every mode to it (each mode sees every example)."""
+    answers: dict = {}
+    for mode in STRING_MODES:
+        with string_mode_set(mode):
+            _check(text, max_depth, answers)
 
 
 TYPICAL = [
@@ -112,11 +148,13 @@ TYPICAL = [
 ]
 
 
+@pytest.mark.usefixtures("string_mode")
 @pytest.mark.parametrize("text", TYPICAL)
 def test_typical_blocks_take_the_fast_path(text):
     assert _check(text), f"the fast path refused a typical block: {text!r}"
 
 
+@pytest.mark.usefixtures("string_mode")
 @pytest.mark.parametrize("text, why", [
     ('<|tool_call>call:f{a:.5}<tool_call|>', "a float JSON cannot read"),
     ('<|tool_call>call:f{a:007}<tool_call|>', "leading zeros"),
@@ -149,6 +187,7 @@ def test_what_the_fast_path_refuses_gets_the_lalr_answer(text, why):
         assert _typed(g.parse_call(text).arguments) == expected
 
 
+@pytest.mark.usefixtures("string_mode")
 @pytest.mark.parametrize("text", [
     "<|tool_call>call:f{a::None}<tool_call|>",      # a word that holds a null spelling: ':None'
     "<|tool_call>call:f{a:x None,b:[none, None]}<tool_call|>",
@@ -158,6 +197,7 @@ def test_null_spellings_are_null_only_as_the_lexers_whole_word(text):
     _check(text)  # found by test_hostile_blocks: `a::None` read as ':null'
 
 
+@pytest.mark.usefixtures("string_mode")
 def test_the_depth_limit_is_the_lalr_paths():
     for depth in (1, 5, 64):
         inside = "[" * depth + "]" * depth  # depth + 1 levels with the arguments' braces
@@ -172,15 +212,14 @@ def test_the_depth_limit_is_the_lalr_paths():
 @settings(max_examples=400)
 @given(call=fuzz.calls())
 def test_canonical_blocks(call):
-    text = fuzz.canonical_call(*call)
-    _check(text)
+    _check_every_mode(fuzz.canonical_call(*call))
 
 
 @settings(max_examples=800)
 @given(data=st.data())
 def test_mutated_blocks(data):
     text = fuzz.canonical_call(*data.draw(fuzz.calls()))
-    _check(data.draw(fuzz.mutated(text)), max_depth=data.draw(st.sampled_from([2, 3, DEFAULT_MAX_DEPTH])))
+    _check_every_mode(data.draw(fuzz.mutated(text)), max_depth=data.draw(st.sampled_from([2, 3, DEFAULT_MAX_DEPTH])))
 
 
 # The structure's tokens and the characters where JSON and the grammar part ways.
@@ -195,15 +234,16 @@ _HOSTILE = ["{", "}", "[", "]", ",", ":", " ", "\n", "\t", "a", "b c", "k", "1",
 @given(pieces=st.lists(st.sampled_from(_HOSTILE), max_size=24), name=st.sampled_from(["f", "a:b", "x.y-z"]),
        depth=st.sampled_from([1, 2, 4, DEFAULT_MAX_DEPTH]))
 def test_hostile_blocks(pieces, name, depth):
-    _check("<|tool_call>call:" + name + "{" + "".join(pieces) + "}<tool_call|>", max_depth=depth)
+    _check_every_mode("<|tool_call>call:" + name + "{" + "".join(pieces) + "}<tool_call|>", max_depth=depth)
 
 
 @settings(max_examples=200)
 @given(text=fuzz.grammar_text("call_block"))
 def test_grammar_generated_blocks(text):
-    _check(text)
+    _check_every_mode(text)
 
 
+@pytest.mark.usefixtures("string_mode")
 @needs_accelerators("the fast path is not taken")
 def test_parse_call_uses_the_fast_path_even_when_asked_for_repeated_keys(monkeypatch):
     taken = []
@@ -220,6 +260,7 @@ def test_parse_call_uses_the_fast_path_even_when_asked_for_repeated_keys(monkeyp
     assert duplicates == [("j", repeated.index("j:2")), ("k", repeated.index("k:2"))]
 
 
+@pytest.mark.usefixtures("string_mode")
 @needs_accelerators("the fast path is not taken")
 def test_the_stream_parser_takes_the_fast_path(monkeypatch):
     import gemma4_incremental as gi
@@ -234,6 +275,7 @@ def test_the_stream_parser_takes_the_fast_path(monkeypatch):
     assert [d.code for d in out.calls[0].diagnostics] == ["duplicate-key"]
 
 
+@pytest.mark.usefixtures("string_mode")
 def test_big_blocks_take_the_path_that_keeps_memory_down(monkeypatch):
     """Blocks of any size are taken (no cliff between sizes), but a big one of many short strings
     goes to LALR: there each string costs this path about 100 bytes, LALR about 8."""
@@ -261,9 +303,11 @@ _GUARDS = [
     Guard("a colon-dense word in a list, then a brace", lambda text: fastpath.parse_call(text, DEFAULT_MAX_DEPTH),
           lambda n: "<|tool_call>call:f{a:[" + "b:" * n + "b{]}<tool_call|>", 500),
 ]
-test_time_grows_linearly, test_each_guard_can_fail = guard_tests(_GUARDS, twins=_GUARDS[:1])
+test_time_grows_linearly, test_each_guard_can_fail = (
+    pytest.mark.usefixtures("string_mode")(test) for test in guard_tests(_GUARDS, twins=_GUARDS[:1]))
 
 
+@pytest.mark.usefixtures("string_mode")
 def test_a_word_that_cannot_end_a_value_is_refused_at_once():
     assert fastpath.parse_call(_colon_word(3, "[]"), DEFAULT_MAX_DEPTH) is None
     assert fastpath.parse_call(_colon_word(3, ""), DEFAULT_MAX_DEPTH).arguments == {"a": "b:b:b:b"}
