@@ -24,9 +24,9 @@ from typing import Any, Collection, Sequence
 from . import accelerators, fastpath, marker_search, tokens
 from .diagnostics import Diagnostic, LineIndex
 from .errors import GemmaSyntaxError
-from .events import fast_init
+from .model import fast_init
+from .grammar import control_pattern
 from .parser import parse_call, parse_lossless_call
-from .render.safety import CONTROL
 from .recovery import decode_calls, failure_code
 from .schema.lexeme import Scalar, plain
 from .schema.registry import ToolRegistry, compile_tools
@@ -35,6 +35,7 @@ from .tools import ToolChoice, read_tool_choice
 
 __all__ = ["BlockCall", "BlockError", "BlockPolicy", "decide_block", "has_escape_outside_strings"]
 
+_CONTROL = control_pattern()
 # FunctionGemma's string delimiter: in a bare word of a valid block, the decoders report it.
 FUNCTIONGEMMA_ESCAPE = "<escape>"
 
@@ -287,7 +288,7 @@ def _control_token_in(arguments: Any) -> str | None:
         if type(value) is Scalar:  # (lossless arguments: read, never changed here)
             value = value.value
         if isinstance(value, str):
-            found = CONTROL.search(value) if "<" in value else None
+            found = _CONTROL.search(value) if "<" in value else None
             if found is not None:
                 return found.group()
         elif isinstance(value, dict):

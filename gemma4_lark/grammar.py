@@ -32,6 +32,8 @@ from pathlib import Path
 
 import re
 
+from .tokens import STRING_DELIMITER
+
 GRAMMAR_PACKAGE = "gemma4_lark"
 GRAMMAR_FILE = "gemma4.lark"
 TABLES_FILE = "tables.json"
@@ -246,7 +248,6 @@ def terminal_literal(name: str) -> str | None:
 
 
 @functools.lru_cache(maxsize=None)
-@functools.lru_cache(maxsize=None)
 def whitespace() -> str:
     """The characters of the grammar's `WS` terminal (space, tab, CR, LF): what may stand between
     tokens. The one home of that fact: every module that skips or strips blanks reads it here."""
@@ -260,6 +261,48 @@ def terminal_pattern(name: str):
     Raises `KeyError` when the grammar has no terminal of that name.
     """
     return re.compile(_to_regexp(*terminal_specs()[name]))
+
+
+def _balanced(pattern: str, start: int) -> int:
+    """The index of the `)` that closes the group whose body starts at `start` (escapes and
+    character classes skipped)."""
+    depth, i, in_class = 1, start, False
+    while True:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+
+
+@functools.lru_cache(maxsize=1)
+def control_pattern() -> re.Pattern:
+    """A control token of the grammar, or the string delimiter, at the start of a match.
+
+    What follows `<` in a control token, as the TEXT terminal's lookahead says: TEXT stops before
+    `<(?:BODY)`, written as a lookahead after its first `<` check (`(?!<(?:BODY))`). So `<|im_start|>`
+    or `<image|>` is one like `<turn|>`, and a change to the grammar changes every reader of it (the
+    renderers' guard, the block decision, the markers spelled in text)."""
+    text = terminal_pattern("TEXT").pattern
+    head = "(?!<(?:"
+    if head not in text:
+        raise AssertionError("the TEXT terminal no longer has the expected shape; update grammar.control_pattern")
+    start = text.index(head) + len(head)
+    body = text[start:_balanced(text, start)]
+    # TEXT stops at the same tokens it cannot start with: the body stands again in its other lookahead
+    if text.count("<(?:" + body + ")") < 2:
+        raise AssertionError("the TEXT terminal no longer has the expected shape; update grammar.control_pattern")
+    return re.compile("<(?:" + body + ")|" + re.escape(STRING_DELIMITER))
 
 
 def canonical_tables(parser: lark.Lark) -> dict:

@@ -16,13 +16,12 @@ from .errors import GemmaSyntaxError, from_lark
 from .model import ModelOutput, ToolCall, ToolDeclaration, ToolResponse, Thought, Transcript
 from .diagnostics import LineIndex
 from .values import (
-    Build, DepthExceeded, LosslessBuild, IntegerTooLong, NumberOutOfRange, ParseState, current, integer_digit_limit,
+    DEFAULT_MAX_DEPTH, Build, DepthExceeded, LosslessBuild, IntegerTooLong, NumberOutOfRange, ParseState, current,
+    integer_digit_limit,
 )
 
 if TYPE_CHECKING:
     from .lalr import LeanLALR
-
-DEFAULT_MAX_DEPTH = 512
 
 
 @functools.lru_cache(maxsize=1)

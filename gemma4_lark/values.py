@@ -28,6 +28,10 @@ from .tokens import STRING_DELIMITER
 
 _DELIMITER_LENGTH = len(STRING_DELIMITER)
 
+# How deep arrays and objects may nest before a parse refuses them: the parsers' default, and
+# what the renderers refuse to write (render or refuse, never write what cannot be read back).
+DEFAULT_MAX_DEPTH = 512
+
 
 @dataclass
 class ParseState:
