@@ -1,19 +1,8 @@
-"""Differential fuzzing: hypothesis strategies for the format, and a campaign that runs the grammar's
-parsers against the hand-written oracle (`gemma4_lark.reference`), or against any parser, through a
-small JSONL protocol.
+"""Differential fuzzing: a campaign that runs the grammar's parsers against the hand-written oracle
+(`gemma4_lark.reference`), or against any parser, through a small JSONL protocol.
 
-Strategies (import them in your own tests):
-    values()             JSON-like values the format can carry (no string delimiter in strings)
-    calls()              (name, arguments) pairs
-    canonical_calls()    canonical call blocks, as text
-    canonical_streams()  model outputs made of text, thoughts and canonical call blocks
-    edge_streams()       markup in every place: whole, cut and stray markers, odd, invalid,
-                         nested and unclosed blocks, between text and canonical blocks
-    bounded_streams()    a few blocks of every size and depth up to a few dozen: for small limits
-    mutated(text)        the text after random deletions, insertions of markers, brackets and
-                         quotes, and truncations
-    chunked(text)        the text split at random points
-    grammar_text(start)  strings generated from the grammar itself (hypothesis.extra.lark)
+The strategies that make the examples are in `gemma4_lark.strategies` (it imports hypothesis,
+which the library does not need: the campaign imports it when it runs).
 
 Comparing: `comparable(events)`, what two strict event streams must agree on; `typed(value)`, a
 value in a form where 1, 1.0, True and -0.0, 0.0 differ.
@@ -30,126 +19,21 @@ import json
 import subprocess
 from dataclasses import dataclass, field
 
-from hypothesis import strategies as st
-
-from . import tokens
-from .render.values import dump_value
-
-_D = tokens.STRING_DELIMITER
-_MARKERS = [t for t in tokens.CONTROL_TOKENS] + ["call:", "{", "}", "[", "]", ",", ":", '"', "'", "\n"]
+_STRATEGIES = frozenset({"values", "names", "calls", "canonical_call", "canonical_calls", "canonical_streams", "edge_streams",
+                         "bounded_streams", "mutated", "chunked", "grammar_text"})
 
 
-def values(max_leaves: int = 20) -> st.SearchStrategy:
-    strings = st.text().filter(lambda s: _D not in s)
-    scalars = (st.none() | st.booleans() | st.integers() | st.integers(min_value=-10**30, max_value=10**30)
-               | st.floats(allow_nan=False, allow_infinity=False) | strings)
-    return st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(strings, inner, max_size=4),
-                        max_leaves=max_leaves)
+def __getattr__(name: str):
+    # The strategies lived here until they moved to gemma4_lark.strategies (so that importing this
+    # module loads no hypothesis): the old spelling works one more release, and says so.
+    if name in _STRATEGIES:
+        import warnings
 
+        from . import strategies
 
-def names() -> st.SearchStrategy:
-    return st.from_regex(r"[A-Za-z_][A-Za-z0-9_.:-]{0,24}", fullmatch=True)
-
-
-def calls() -> st.SearchStrategy:
-    return st.tuples(names(), st.dictionaries(st.text().filter(lambda s: _D not in s), values(), max_size=5))
-
-
-def canonical_call(name: str, arguments: dict) -> str:
-    return tokens.TOOL_CALL_OPEN + tokens.CALL_KEYWORD + name + dump_value(arguments, unsafe="allow") + tokens.TOOL_CALL_CLOSE
-
-
-def canonical_calls() -> st.SearchStrategy:
-    # control tokens inside strings are fine for the parsers (only the delimiter is not)
-    return calls().map(lambda c: canonical_call(*c))
-
-
-def _prose() -> st.SearchStrategy:
-    plain = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="<"), min_size=1, max_size=40)
-    return plain | st.sampled_from(["a < b", "x <y> z", "{not a block}", "see <|", "<|tool_c"])
-
-
-def canonical_streams() -> st.SearchStrategy:
-    thought = _prose().map(lambda t: tokens.THOUGHT_OPEN + t + tokens.CHANNEL_CLOSE)
-    piece = _prose() | thought | canonical_calls() | st.just(tokens.THOUGHT_OPEN + tokens.CHANNEL_CLOSE)
-    return st.lists(piece, max_size=8).map("".join)
-
-
-# Small blocks at the edges of the language: repeated keys, `<escape>`, nesting, odd blanks and
-# numbers, refusals of every kind, unclosed strings and blocks.
-_EDGE_BLOCKS = tuple(tokens.TOOL_CALL_OPEN + body for body in (
-    "call:f{a:1,a:2}" + tokens.TOOL_CALL_CLOSE, "call:f{a:x<escape>y<escape> z}" + tokens.TOOL_CALL_CLOSE,
-    "call:f{a:[[[[{b:[]}]]]]}" + tokens.TOOL_CALL_CLOSE, " call: f {\n a : -1.5e3 , b:.5,c:1.}\n" + tokens.TOOL_CALL_CLOSE,
-    "call:f{a:1,}" + tokens.TOOL_CALL_CLOSE, "call:f{a:-,b:+x,c:hello world ,d:None}" + tokens.TOOL_CALL_CLOSE,
-    "call:f{" + _D + "k" + _D + ":1," + _D + "k" + _D + ":" + _D + "<turn|>" + _D + "}" + tokens.TOOL_CALL_CLOSE,
-    "call:f{a:1e999}" + tokens.TOOL_CALL_CLOSE, "call:f{a:12abc}" + tokens.TOOL_CALL_CLOSE,
-    "call:f{a:x" + _D + "}" + tokens.TOOL_CALL_CLOSE, "call:f{a:" + _D + "open", "call:f{a:1}", "call:f",
-    "call:f{a:<|image|>}" + tokens.TOOL_CALL_CLOSE, "call:f{a:b<c}" + tokens.TOOL_CALL_CLOSE,
-    "call:f(a=1)" + tokens.TOOL_CALL_CLOSE, ":call:f{}" + tokens.TOOL_CALL_CLOSE, "call:a{}call:b{}" + tokens.TOOL_CALL_CLOSE,
-))
-_EDGE_PIECES = tuple(tokens.CONTROL_TOKENS) + (
-    tokens.THOUGHT_OPEN, tokens.THOUGHT_OPEN[:-1], "thought\n", tokens.CALL_KEYWORD, "call:f{", "<|tool_c", "<tool_call",
-    "<|channel>tho", "<|", "<", "|>", "{", "}", "[", "]", ",", ":", " ", "\n", "<escape>", "x y", "1", "-1.5e3", "true",
-    "\ud800", "\udc00")  # lone surrogates: a str may hold them
-
-
-def edge_streams() -> st.SearchStrategy:
-    """Markup in every place: whole, cut and stray markers, odd, invalid, nested and unclosed
-    blocks, among text and canonical blocks."""
-    piece = st.one_of(st.sampled_from(_EDGE_PIECES), st.sampled_from(_EDGE_BLOCKS), canonical_calls(), _prose())
-    return st.lists(piece, max_size=12).map("".join)
-
-
-def bounded_streams() -> st.SearchStrategy:
-    """A few short pieces, mostly blocks of every size and depth up to a few dozen characters and
-    levels: what small `max_block_chars` and `max_depth` cut, at and around their bounds."""
-    sized = st.integers(0, 40).map(lambda k: tokens.TOOL_CALL_OPEN + "call:f{a:" + _D + "x" * k + _D + "}"
-                                   + tokens.TOOL_CALL_CLOSE)
-    nested = st.tuples(st.integers(0, 8), st.sampled_from(["[", "{b:"])).map(
-        lambda p: tokens.TOOL_CALL_OPEN + "call:f{a:" + p[1] * p[0] + "1" + ("]" if p[1] == "[" else "}") * p[0] + "}"
-        + tokens.TOOL_CALL_CLOSE)
-    bare = st.sampled_from([tokens.TOOL_CALL_OPEN, tokens.TOOL_CALL_CLOSE, tokens.TURN_CLOSE, tokens.EOS, "x", "{"])
-    piece = st.one_of(sized, nested, bare, st.sampled_from(_EDGE_BLOCKS))
-    return st.lists(piece, min_size=1, max_size=4).map("".join)
-
-
-def mutated(text: str) -> st.SearchStrategy:
-    """Mutations of `text`: deletions, insertions of markers/brackets/quotes, truncations."""
-    def apply(draw_ops):
-        out = text
-        for kind, at, what in draw_ops:
-            at = at % (len(out) + 1)
-            if kind == "delete":
-                out = out[:at] + out[at + 1 + what % 4:]
-            elif kind == "insert":
-                out = out[:at] + _MARKERS[what % len(_MARKERS)] + out[at:]
-            else:
-                out = out[:at]
-        return out
-
-    op = st.tuples(st.sampled_from(["delete", "insert", "insert", "truncate"]), st.integers(0, 10**6), st.integers(0, 10**6))
-    return st.lists(op, min_size=1, max_size=4).map(apply)
-
-
-def chunked(text: str) -> st.SearchStrategy:
-    return st.lists(st.integers(0, max(len(text), 1)), max_size=12).map(
-        lambda cuts: [text[a:b] for a, b in zip([0] + sorted(set(cuts)), sorted(set(cuts)) + [len(text)])])
-
-
-def grammar_text(start: str) -> st.SearchStrategy:
-    """Strings of the grammar's language for a block start rule, generated from the grammar."""
-    from hypothesis.extra.lark import from_lark
-
-    from . import grammar
-
-    prose = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="<"), min_size=1)
-    explicit = {
-        "STRING": prose.map(lambda s: _D + s + _D) | st.just(_D + _D),
-        "INTEGER": st.integers().map(str),
-        "FLOAT": st.floats(allow_nan=False, allow_infinity=False).map(repr),
-        "BARE_WORD": st.from_regex(r"[A-Za-z_][A-Za-z0-9_ ]{0,10}[A-Za-z0-9_]", fullmatch=True),
-    }
-    return from_lark(grammar.build(grammar.BLOCK_STARTS, cache=False), start=start, explicit=explicit)
+        warnings.warn(f"gemma4_lark.fuzz.{name} is gemma4_lark.strategies.{name}", DeprecationWarning, stacklevel=2)
+        return getattr(strategies, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --- comparing event streams -------------------------------------------------------------------------
@@ -271,7 +155,10 @@ def run_campaign(stream_parser, examples: int = 200, seed: int = 0, target: str 
     """
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as with_seed
+    from hypothesis import strategies as st
     from hypothesis.errors import InvalidArgument
+
+    from .strategies import calls, canonical_call, canonical_streams, chunked, edge_streams, grammar_text, mutated
 
     from .events import ToolCallEnd
     from .parser import parse_call
