@@ -9,15 +9,18 @@ value in a form where 1, 1.0, True and -0.0, 0.0 differ.
 
 The `--target` protocol: the command reads one JSON object per line, {"text": "..."}, and answers
 each with one line, {"calls": [{"name": ..., "arguments": {...}}, ...], "text": "..."}: the calls
-it found and the text left over. The campaign sends canonical streams and compares the answers
-with this project's.
+it found and the text left over (the conformance kit's protocol: docs/conformance.md). The campaign
+sends canonical streams and compares the answers with this project's, through the kit's client, so
+a target that hangs or crashes is a finding rather than a hang of the campaign.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
 from dataclasses import dataclass, field
+
+from .conformance.target import (
+    DEFAULT_STARTUP, DEFAULT_STOP_AFTER_HANGS, DEFAULT_TIMEOUT, NEVER_ANSWERED, Target, TargetDoesNotRun,
+)
 
 _STRATEGIES = frozenset({"values", "names", "calls", "canonical_call", "canonical_calls", "canonical_streams", "edge_streams",
                          "bounded_streams", "mutated", "chunked", "grammar_text"})
@@ -128,27 +131,14 @@ def _tiles(events, text) -> bool:
     return pos == len(text)
 
 
-class _Target:
-    """An external parser speaking the JSONL protocol."""
-
-    def __init__(self, command: str):
-        self.process = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-
-    def ask(self, text: str) -> dict:
-        self.process.stdin.write(json.dumps({"text": text}) + "\n")
-        self.process.stdin.flush()
-        line = self.process.stdout.readline()
-        if not line:
-            raise RuntimeError("the target closed its output")
-        return json.loads(line)
-
-    def close(self):
-        self.process.stdin.close()
-        self.process.wait(timeout=10)
-
-
-def run_campaign(stream_parser, examples: int = 200, seed: int = 0, target: str | None = None, progress=None) -> Report:
+def run_campaign(stream_parser, examples: int = 200, seed: int = 0, target: str | None = None, progress=None,
+                 timeout: float = DEFAULT_TIMEOUT, startup: float = DEFAULT_STARTUP) -> Report:
     """Run every differential property for `examples` examples each; collect shrunk failures.
+
+    `target`: a command speaking the JSONL protocol, asked through the conformance kit's client
+    (`gemma4_lark.conformance.target`): an answer not given within `timeout` seconds (up to
+    `startup` more for a process's first), a crash, or a line not of the protocol's shape is a finding, and the next
+    request starts the target again.
 
     `stream_parser` is the streaming parser class under test (`gemma4_incremental.StreamParser`:
     this package does not import the streaming layer itself).
@@ -220,16 +210,34 @@ def run_campaign(stream_parser, examples: int = 200, seed: int = 0, target: str 
         " streams": (st.data(), stream_level),
         "robustness: no exception, spans tile, on mutated streams": (st.data(), robustness),
     }
-    external = _Target(target) if target else None
+    external = Target(target, timeout=timeout, startup=startup) if target else None
+    gave_up: list = []  # the reply after which the target was asked no more
+    never_ran: list = []  # the replies that crashed or hung before the target ever answered
     if external:
+        failed_in_a_row = 0
+
         def against_target(data):
+            nonlocal failed_in_a_row
             text = data.draw(canonical_streams())
             ours = StreamParser(id_factory=iter(ids).__next__)
             events = ours.feed(text) + ours.flush()
             expected = {"calls": [{"name": e.name, "arguments": e.arguments} for e in events if isinstance(e, ToolCallEnd)],
                         "text": "".join(e.text for e in events if e.type == "text")}
-            answer = external.ask(text)
-            assert {"calls": answer.get("calls"), "text": answer.get("text")} == expected, (text, answer, expected)
+            if gave_up:  # it stopped answering: asked no more, each example fails as the last did
+                reply = gave_up[0]
+            else:
+                reply = external.ask({"text": text})
+                failed_in_a_row = 0 if reply.category is None else failed_in_a_row + 1
+                # as the conformance run does: a target that crashed or hung on its first requests
+                # without ever answering is not running; one that fails every request for a while has
+                # stopped answering (each failure costs a restart)
+                if external.answers == 0 and reply.category in ("crash", "timeout"):
+                    never_ran.append(reply)
+                if len(never_ran) >= NEVER_ANSWERED or failed_in_a_row >= DEFAULT_STOP_AFTER_HANGS:
+                    gave_up.append(reply)
+            assert reply.category is None, (text, f"{reply.category}: {reply.detail}")
+            answer = reply.answer
+            assert {"calls": answer["calls"], "text": answer["text"]} == expected, (text, answer, expected)
 
         properties = {"target: external parser == StreamParser on canonical streams": (st.data(), against_target)}
     try:
@@ -247,6 +255,11 @@ def run_campaign(stream_parser, examples: int = 200, seed: int = 0, target: str 
             report.tried[label] = counts.get(label, 0)
             if progress:
                 progress(label, report.tried[label], finding)
+        if gave_up and len(never_ran) >= NEVER_ANSWERED:
+            raise TargetDoesNotRun(f"{gave_up[0].category}: {gave_up[0].detail}")
+        if gave_up:
+            report.findings.append(Finding("target: it stopped answering", "", f"{DEFAULT_STOP_AFTER_HANGS} requests in"
+                                           f" a row failed, the last by {gave_up[0].category}: {gave_up[0].detail}"))
     finally:
         if external:
             external.close()
