@@ -297,7 +297,9 @@ class ThoughtGate:
 @dataclass(frozen=True)
 class MarkerIds:
     """The token ids of the markers in a tokenizer's vocabulary: what the token-level checks of a
-    reasoning parser scan (servers ask them on token ids, not text)."""
+    reasoning parser scan (servers ask them on token ids, not text). Read from the one map of a
+    tokenizer's control tokens to their ids, `token_ids.TokenMarkers`, which the stream parser
+    reads markers by."""
 
     channel_open: int
     channel_close: int
@@ -309,14 +311,22 @@ class MarkerIds:
     @classmethod
     def from_vocab(cls, vocab: Mapping[str, int]) -> "MarkerIds":
         """Raises ValueError naming the markers the vocabulary lacks (not a Gemma 4 tokenizer)."""
+        return cls.of(TokenMarkers.from_vocab(vocab))
+
+    @classmethod
+    def of(cls, markers: TokenMarkers) -> "MarkerIds":
+        """The ids these checks scan, as `markers` (the stream parser's map of a tokenizer's
+        control tokens) has them. Raises ValueError naming the markers it lacks."""
         wanted = _MARKERS + (tokens.TURN_OPEN, tokens.TOOL_RESPONSE_OPEN)
-        missing = [m for m in wanted if m not in vocab]
+        ids = {marker: markers.id_of(marker) for marker in tokens.CONTROL_TOKENS}
+        missing = [m for m in wanted if ids[m] is None]
         if missing:
             raise ValueError(f"the tokenizer has no token for {', '.join(missing)}: not a Gemma 4 tokenizer")
-        return cls(vocab[tokens.CHANNEL_OPEN], vocab[tokens.CHANNEL_CLOSE], vocab[tokens.TOOL_CALL_OPEN],
-                   frozenset((vocab[tokens.TURN_OPEN], vocab[tokens.TOOL_RESPONSE_OPEN])),
-                   {m: vocab[m] for m in _MARKERS},
-                   frozenset(vocab[m] for m in (tokens.TOOL_RESPONSE_OPEN, tokens.TURN_CLOSE, tokens.EOS) if m in vocab))
+        return cls(ids[tokens.CHANNEL_OPEN], ids[tokens.CHANNEL_CLOSE], ids[tokens.TOOL_CALL_OPEN],
+                   frozenset((ids[tokens.TURN_OPEN], ids[tokens.TOOL_RESPONSE_OPEN])),
+                   {m: ids[m] for m in _MARKERS},
+                   frozenset(ids[m] for m in (tokens.TOOL_RESPONSE_OPEN, tokens.TURN_CLOSE, tokens.EOS)
+                             if ids[m] is not None))
 
     def thought_over(self, ids: Sequence[int], expect_thought: bool) -> bool:
         """Whether the output whose token ids end `ids` (a prompt, or a prompt and what followed)
