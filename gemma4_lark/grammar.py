@@ -32,6 +32,7 @@ from pathlib import Path
 
 import re
 
+from ._compat import load_lark_from_dict
 from .tokens import STRING_DELIMITER
 
 GRAMMAR_PACKAGE = "gemma4_lark"
@@ -74,7 +75,7 @@ def build(starts, *, strict: bool = False, cache: bool = True) -> lark.Lark:
         if tables is not None:
             for kind, stored in STORED_STARTS.items():
                 if stored == starts:
-                    return lark.Lark._load_from_dict(tables[kind]["data"], tables[kind]["memo"])
+                    return load_lark_from_dict(tables[kind]["data"], tables[kind]["memo"])
     return lark.Lark(grammar_text(), start=list(starts), strict=strict, **_OPTIONS)
 
 
@@ -360,7 +361,7 @@ def stale_tables() -> list[str]:
     if tables is None:
         return sorted(STORED_STARTS)
     return [kind for kind, starts in STORED_STARTS.items()
-            if canonical_tables(lark.Lark._load_from_dict(tables[kind]["data"], tables[kind]["memo"]))
+            if canonical_tables(load_lark_from_dict(tables[kind]["data"], tables[kind]["memo"]))
             != canonical_tables(build(starts, cache=False))]
 
 
