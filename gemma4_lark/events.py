@@ -185,6 +185,3 @@ class StrayMarkup(Event):
     markup: str
     span: tuple[int, int]
 
-
-EVENT_TYPES = (Text, ThinkingStart, ThinkingDelta, ThinkingEnd, ToolCallStart, ToolCallEnd, ToolCallError, Stop,
-               StrayMarkup)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field, fields
-from typing import Any, Union
+from typing import Any
 
 
 def fast_init(cls):
@@ -109,12 +109,6 @@ class Media:
     """A media placeholder: `kind` is "image", "audio" or "video"."""
 
     kind: str
-
-
-Part = Union[
-    Text, Thought, ToolCall, ToolResponse, ToolDeclaration, StopMarker, AwaitingResponse,
-    ThinkSwitch, Media, ThoughtPrefill,
-]
 
 
 @dataclass(frozen=True)
