@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Collection, Sequence
 
 from . import accelerators, fastpath, marker_search, tokens
-from .diagnostics import Diagnostic, LineIndex
+from .diagnostics import Diagnostic, LineIndex, message
 from .errors import GemmaSyntaxError
 from .model import fast_init
 from .grammar import control_pattern
@@ -36,8 +36,7 @@ from .tools import ToolChoice, read_tool_choice
 __all__ = ["BlockCall", "BlockError", "BlockPolicy", "decide_block", "has_escape_outside_strings"]
 
 _CONTROL = control_pattern()
-# FunctionGemma's string delimiter: in a bare word of a valid block, the decoders report it.
-FUNCTIONGEMMA_ESCAPE = "<escape>"
+FUNCTIONGEMMA_ESCAPE = tokens.FUNCTIONGEMMA_ESCAPE
 
 
 @fast_init
@@ -224,7 +223,7 @@ def _decode(raw: str, policy: BlockPolicy, closed: bool, at_end: bool, bare: boo
             if duplicates:  # valid, and the last value wins (SPEC); the call says so, as validate() does
                 lines = LineIndex(raw)
                 warnings = sorted(warnings + [
-                    Diagnostic("warning", "duplicate-key", f"duplicate key `{key[:40]}`: the last value wins",
+                    Diagnostic("warning", "duplicate-key", message("duplicate-key", key),
                                *lines.line_and_column(pos), pos) for key, pos in duplicates],
                     key=lambda d: d.pos)
             decided = BlockCall(call.name, call.arguments, raw, warnings, False, 0, len(raw))

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
-from .diagnostics import Diagnostic
+from .diagnostics import TOOL_CALL_ERROR_CODES, Diagnostic  # noqa: F401 - the codes: read here too
 from .model import fast_init
 
 
@@ -156,11 +156,6 @@ class ToolCallError(Event):
     code: str = ""
 
 
-TOOL_CALL_ERROR_CODES = frozenset({
-    "syntax", "unclosed", "lossy", "too-large", "too-deep", "unknown-tool", "tool-choice", "schema", "unreadable",
-    "internal",
-})
-"""Every `ToolCallError.code` (docs/schema.md says what each means)."""
 
 
 @fast_init

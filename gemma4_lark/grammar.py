@@ -249,6 +249,35 @@ def terminal_literal(name: str) -> str | None:
 
 
 @functools.lru_cache(maxsize=None)
+def first_terminals(rule: str) -> frozenset[str]:
+    """The terminals a rule of the block grammar can begin with (its FIRST set), read from the
+    grammar's rules: `first_terminals("value")` is what a value may start with. Builds (or loads)
+    the block parser. Raises KeyError for a rule the grammar does not have."""
+    rules = build(BLOCK_STARTS).rules
+    first: dict[str, set[str]] = {r.origin.name: set() for r in rules}
+    nullable: set[str] = set()
+    changed = True
+    while changed:  # to a fixed point: a rule's FIRST set takes its leading rules' sets
+        changed = False
+        for r in rules:
+            found = first[r.origin.name]
+            size = len(found)
+            for symbol in r.expansion:
+                if symbol.is_term:
+                    found.add(symbol.name)
+                    break
+                found |= first[symbol.name]
+                if symbol.name not in nullable:
+                    break
+            else:
+                if r.origin.name not in nullable:
+                    nullable.add(r.origin.name)
+                    changed = True
+            changed |= len(found) != size
+    return frozenset(first[rule])
+
+
+@functools.lru_cache(maxsize=None)
 def whitespace() -> str:
     """The characters of the grammar's `WS` terminal (space, tab, CR, LF): what may stand between
     tokens. The one home of that fact: every module that skips or strips blanks reads it here."""

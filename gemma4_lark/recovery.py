@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from json.decoder import scanstring as _json_string
 
 from . import tokens
-from .diagnostics import Diagnostic, LineIndex
+from .diagnostics import CODES, Diagnostic, LineIndex
 from .model import ToolCall
 from .schema.lexeme import Scalar
 
@@ -568,7 +568,7 @@ class _Decoder:
                 if expect_value_for in top:
                     # the last value wins, as in the grammar; the span (from the object's opener)
                     # covers the value it replaces
-                    note("duplicate-key", ("duplicate key `{!s:.40}`: the last value wins", expect_value_for),
+                    note("duplicate-key", (CODES["duplicate-key"].message, expect_value_for),
                          stack[-2 if opened else -1]["start"], end=pos)
                 top[expect_value_for] = value
                 expect_value_for = None

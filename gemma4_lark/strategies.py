@@ -23,7 +23,10 @@ from hypothesis import strategies as st
 from . import tokens
 from .render.values import dump_value
 
-__all__ = ["values", "names", "calls", "canonical_call", "canonical_calls", "canonical_streams", "edge_streams", "bounded_streams", "mutated", "chunked", "grammar_text"]
+__all__ = [
+    "values", "names", "calls", "canonical_call", "canonical_calls",
+    "canonical_streams", "edge_streams", "bounded_streams", "mutated", "chunked", "grammar_text",
+]
 
 _D = tokens.STRING_DELIMITER
 _MARKERS = [t for t in tokens.CONTROL_TOKENS] + [tokens.CALL_KEYWORD, "{", "}", "[", "]", ",", ":", '"', "'", "\n"]
@@ -80,8 +83,8 @@ _EDGE_BLOCKS = tuple(tokens.TOOL_CALL_OPEN + body for body in (
 ))
 _EDGE_PIECES = tuple(tokens.CONTROL_TOKENS) + (
     tokens.THOUGHT_OPEN, tokens.THOUGHT_OPEN[:-1], "thought\n", tokens.CALL_KEYWORD, "call:f{", "<|tool_c", "<tool_call",
-    "<|channel>tho", "<|", "<", "|>", "{", "}", "[", "]", ",", ":", " ", "\n", "<escape>", "x y", "1", "-1.5e3", "true",
-    "\ud800", "\udc00")  # lone surrogates: a str may hold them
+    "<|channel>tho", "<|", "<", "|>", "{", "}", "[", "]", ",", ":", " ", "\n", tokens.FUNCTIONGEMMA_ESCAPE, "x y", "1",
+    "-1.5e3", "true", "\ud800", "\udc00")  # lone surrogates: a str may hold them
 
 
 def edge_streams() -> st.SearchStrategy:

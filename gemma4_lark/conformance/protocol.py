@@ -15,6 +15,7 @@ import re
 import sys
 
 from gemma4_lark.grammar import whitespace
+from gemma4_lark.tokens import TOOL_CALL_OPEN
 
 GRAMMAR_WHITESPACE = whitespace()  # the grammar's WS terminal
 
@@ -31,7 +32,7 @@ CATEGORIES = {
     "protocol": "an answer that is not a JSON object of the protocol's shape",
 }
 
-CALL_OPEN = "<|tool_call>"
+CALL_OPEN = TOOL_CALL_OPEN
 
 
 class ProtocolError(ValueError):

@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from gemma4_lark import tokens
 from gemma4_lark.events import ThinkingDelta, ThinkingEnd, ThinkingStart
+from gemma4_lark.grammar import whitespace
 from gemma4_lark.schema.registry import compile_tools
 from gemma4_lark.tools import read_tool_choice
 from ..openai import OpenAIStream, to_openai_message
@@ -27,6 +28,7 @@ __all__ = [
     "stream_parser_options", "token_parser",
 ]
 
+_BLANKS = whitespace()
 # The thought opener as the parser reads it: its newline is optional.
 _THOUGHT_HEAD = tokens.THOUGHT_OPEN[:-1]
 # The markers whose token a server that strips special tokens deletes from the text.
@@ -238,7 +240,7 @@ class ThoughtGate:
             text, marks, self._carry = self._markers.align(text, token_ids, self._carry)
         if self._parser is None:
             head = self._head + text
-            rest = head.lstrip(" \t\r\n")
+            rest = head.lstrip(_BLANKS)
             skip = len(head) - len(rest)
             content = head[:skip]
             head_marks = None
