@@ -14,6 +14,6 @@ Not part of the installed package: like `bench/`, a tool of this repository.
     __main__     the deep campaign: `python -m fuzz` (budget from FUZZ_EXAMPLES / FUZZ_SECONDS)
     atheris_target  one campaign under atheris (FUZZ_ENGINE=atheris)
 
-The differential campaign of `gemma4-lark fuzz` lives in `gemma4_lark.fuzz`; its strategies are
-reused here rather than written again.
+The differential campaign of `gemma4-lark fuzz` lives in `gemma4_lark.fuzz`; its strategies
+(`gemma4_lark.strategies`) are reused here rather than written again.
 """

@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 import gemma4_lark
 import gemma4_lark.fuzz
+import gemma4_lark.strategies
 from gemma4_lark import tokens
 from gemma4_lark.diagnostics import Diagnostic, line_and_column
 from gemma4_lark.errors import GemmaSyntaxError
@@ -270,7 +271,7 @@ def reference_options(small: bool = False) -> st.SearchStrategy:
 
 
 def reference_cases(text=None) -> st.SearchStrategy:
-    texts = text if text is not None else st.one_of(s.hostile_streams(), gemma4_lark.fuzz.edge_streams())
+    texts = text if text is not None else st.one_of(s.hostile_streams(), gemma4_lark.strategies.edge_streams())
     return texts.flatmap(lambda t: st.tuples(st.just(t), s.chunkings(t), reference_options()))
 
 

@@ -14,7 +14,7 @@ import json
 
 from hypothesis import strategies as st
 
-from gemma4_lark import fuzz as base
+from gemma4_lark import strategies as base
 from gemma4_lark import tokens
 
 MARKERS = tuple(tokens.CONTROL_TOKENS) + (tokens.THOUGHT_OPEN, tokens.CALL_KEYWORD, tokens.RESPONSE_KEYWORD,

@@ -11,7 +11,7 @@ import typing as _typing
 from .diagnostics import Diagnostic
 from .error_base import Gemma4Error
 from .errors import GemmaSyntaxError, PromptError
-from .exports import module_getattr as _module_getattr
+from ._names import module_getattr as _module_getattr
 from .model import (
     AwaitingResponse, Media, OutputDocument, StopPart, TextPart, ThinkSwitch, Thought, ThoughtPrefill, ToolCall,
     ToolDeclaration, ToolResponse, Transcript, Turn,

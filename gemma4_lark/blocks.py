@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any, Collection, Sequence
 
 from . import accelerators, fastpath, marker_search, tokens
-from .diagnostics import Diagnostic, LineIndex
+from .diagnostics import Diagnostic, LineIndex, message
 from .errors import GemmaSyntaxError
-from .events import fast_init
+from .model import fast_init
+from .grammar import control_pattern
 from .parser import parse_call, parse_lossless_call
-from .render.safety import CONTROL
 from .recovery import decode_calls, failure_code
 from .schema.lexeme import Scalar, plain
 from .schema.registry import ToolRegistry, compile_tools
@@ -35,8 +35,8 @@ from .tools import ToolChoice, read_tool_choice
 
 __all__ = ["BlockCall", "BlockError", "BlockPolicy", "decide_block", "has_escape_outside_strings"]
 
-# FunctionGemma's string delimiter: in a bare word of a valid block, the decoders report it.
-FUNCTIONGEMMA_ESCAPE = "<escape>"
+_CONTROL = control_pattern()
+FUNCTIONGEMMA_ESCAPE = tokens.FUNCTIONGEMMA_ESCAPE
 
 
 @fast_init
@@ -223,7 +223,7 @@ def _decode(raw: str, policy: BlockPolicy, closed: bool, at_end: bool, bare: boo
             if duplicates:  # valid, and the last value wins (SPEC); the call says so, as validate() does
                 lines = LineIndex(raw)
                 warnings = sorted(warnings + [
-                    Diagnostic("warning", "duplicate-key", f"duplicate key `{key[:40]}`: the last value wins",
+                    Diagnostic("warning", "duplicate-key", message("duplicate-key", key),
                                *lines.line_and_column(pos), pos) for key, pos in duplicates],
                     key=lambda d: d.pos)
             decided = BlockCall(call.name, call.arguments, raw, warnings, False, 0, len(raw))
@@ -288,7 +288,7 @@ def _control_token_in(arguments: Any) -> str | None:
         if type(value) is Scalar:  # (lossless arguments: read, never changed here)
             value = value.value
         if isinstance(value, str):
-            found = CONTROL.search(value) if "<" in value else None
+            found = _CONTROL.search(value) if "<" in value else None
             if found is not None:
                 return found.group()
         elif isinstance(value, dict):

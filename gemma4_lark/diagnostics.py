@@ -5,6 +5,45 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
+from typing import NamedTuple
+
+
+class Code(NamedTuple):
+    """A diagnostic code: the page whose code table says what it means, and its message as a
+    `str.format` template when more than one module writes it (else each finding's message is
+    written where it is found)."""
+
+    page: str
+    message: str | None = None
+
+
+_LENIENCY = "docs/leniency.md"  # its table of recoveries
+_SCHEMA = "docs/schema.md"      # its error codes and the diagnostic codes it adds
+
+# Every code a Diagnostic carries (tests/test_diagnostics.py checks that the packages write no
+# other, and that each page's table lists its codes and no more).
+CODES: dict[str, Code] = {
+    **{code: Code(_LENIENCY) for code in (
+        "missing-closer", "missing-bracket", "mismatched-closer", "trailing-comma", "empty-member", "missing-value",
+        "missing-comma", "comma-in-word", "text-after-object", "second-call", "unterminated-string",
+        "unterminated-string-at-end", "stray-delimiter", "interior-delimiter", "json-string", "single-quoted-string",
+        "equals", "paren-call", "stray-colon", "spaced-head", "malformed-number", "number-too-long", "unreadable-key",
+        "functiongemma-escape", "more-diagnostics", "missing-opener", "missing-call-keyword")},
+    "duplicate-key": Code(_LENIENCY, "duplicate key `{!s:.40}`: the last value wins"),
+    **{code: Code(_SCHEMA) for code in (
+        "syntax", "too-deep", "internal", "coerced", "schema", "unknown-tool", "missing-call", "string-run")},
+}
+
+TOOL_CALL_ERROR_CODES = frozenset({
+    "syntax", "unclosed", "lossy", "too-large", "too-deep", "unknown-tool", "tool-choice", "schema", "unreadable",
+    "internal",
+})
+"""Every `ToolCallError.code` (docs/schema.md, "Error codes", says what each means)."""
+
+
+def message(code: str, *fields) -> str:
+    """The message of `code` with its `fields` (for a code whose message more than one module writes)."""
+    return CODES[code].message.format(*fields)
 
 
 @dataclass(frozen=True)

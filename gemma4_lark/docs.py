@@ -19,14 +19,8 @@ from dataclasses import dataclass, field
 from lark.load_grammar import GrammarBuilder
 
 from . import grammar
+from ._compat import grammar_definitions, sre_constants, sre_parse
 from .error_base import Gemma4Error
-
-try:  # Python 3.11+
-    import re._parser as sre_parse
-    import re._constants as sre_constants
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_constants
-    import sre_parse
 
 BLOCK_TOPS = ("call_block", "response_block", "declaration_block")
 
@@ -62,7 +56,7 @@ def load() -> list[Entry]:
     builder = GrammarBuilder()
     builder.load_grammar(text, "gemma4.lark")
     entries = []
-    for name, definition in builder._definitions.items():
+    for name, definition in grammar_definitions(builder).items():
         # Lark keeps a rule's defining token, with its line; for a terminal, find its line
         line = getattr(name, "line", None) or next(
             i + 1 for i, text_line in enumerate(lines) if text_line.split(":", 1)[0].split(".", 1)[0] == name)

@@ -14,13 +14,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import lark
 
-from .grammar import literal_terminals, terminal_literal
+from .grammar import first_terminals, literal_terminals, terminal_literal, whitespace
 from .diagnostics import LineIndex, shown_line
 from .tokens import STRING_DELIMITER
 from .error_base import Gemma4Error
 
-# Terminals that can begin a value, and so are expected wherever a value may stand.
-_VALUE_STARTS = {"STRING", "INTEGER", "FLOAT", "BARE_WORD", "LBRACE", "LBRACKET"}
 # Tokens that end a brace block, and everything that ends some enclosing structure.
 _BRACE_BLOCK_CLOSERS = {"TOOL_CALL_CLOSE", "TOOL_RESPONSE_CLOSE", "TOOL_CLOSE"}
 _BLOCK_CLOSERS = _BRACE_BLOCK_CLOSERS | {"CHANNEL_CLOSE"}
@@ -28,8 +26,9 @@ _CLOSERS = _BLOCK_CLOSERS | {"TURN_CLOSE", "EOS"}
 _HEAD_KEYWORDS = {"CALL_KEYWORD", "RESPONSE_KEYWORD", "DECLARATION_KEYWORD"}
 # Characters that begin something that looks like a number (`[+-]?[0-9.]`: docs/spec/BARE_WORD.md).
 _NUMBER_LIKE = "+-.0123456789"
+_WHITESPACE = whitespace()
 # Characters that end a malformed number's excerpt.
-_EXCERPT_END = " \t\r\n,{}[]<:"
+_EXCERPT_END = whitespace() + ",{}[]<:"
 
 
 class GemmaSyntaxError(ValueError, Gemma4Error):
@@ -110,9 +109,10 @@ def _describe(found: str | None, found_text: str, expected: set[str], previous: 
     `previous` is the last character before the error that is not whitespace.
     """
     want = sorted(expected)
+    value_starts = first_terminals("value")  # wherever a value may stand, these are expected
     if found_text.startswith(STRING_DELIMITER) and "STRING" in expected:
         return f"unterminated string: the `{STRING_DELIMITER}` that opens it is never closed"
-    if found_text.startswith('"') and expected & ({"KEY", "STRING"} | _VALUE_STARTS):
+    if found_text.startswith('"') and expected & ({"KEY", "STRING"} | value_starts):
         return f"JSON-quoted string: strings are written between `{STRING_DELIMITER}` delimiters, not `\"`"
     if found_text.startswith("=") and "COLON" in expected:
         return "`=` instead of `:` between a key and its value"
@@ -133,11 +133,11 @@ def _describe(found: str | None, found_text: str, expected: set[str], previous: 
         return f"{readable(found)} closes no thought: nothing opened one"
     if found == "RBRACKET" and "RBRACE" in expected or found == "RBRACE" and "RBRACKET" in expected:
         return f"unbalanced brackets: {readable(found)} where {readable(next(iter(expected & {'RBRACE', 'RBRACKET'})))} is needed"
-    if found in {"RBRACE", "RBRACKET", "COMMA"} and previous == ":" and expected & _VALUE_STARTS:
+    if found in {"RBRACE", "RBRACKET", "COMMA"} and previous == ":" and expected & value_starts:
         return f"missing value: {readable(found)} right after `:`"
-    if found in {"RBRACE", "RBRACKET"} and previous == "," and expected & ({"KEY"} | _VALUE_STARTS):
+    if found in {"RBRACE", "RBRACKET"} and previous == "," and expected & ({"KEY"} | value_starts):
         return f"trailing comma before {readable(found)}"
-    if found == "COMMA" and expected & ({"KEY"} | _VALUE_STARTS):
+    if found == "COMMA" and expected & ({"KEY"} | value_starts):
         return "empty member: a comma with nothing before it"
     if found in {"RBRACE", "RBRACKET"} and expected <= _CLOSERS | {"$END"}:
         return f"unbalanced brackets: {readable(found)} closes nothing"
@@ -204,7 +204,7 @@ def _last_visible(source: str, lo: int, hi: int) -> int:
     """The end of `source[lo:hi]` without its trailing whitespace, reading back only over it."""
     while hi > lo:
         chunk_start = max(lo, hi - 256)
-        stripped = len(source[chunk_start:hi].rstrip(" \t\r\n"))
+        stripped = len(source[chunk_start:hi].rstrip(_WHITESPACE))
         if stripped:
             return chunk_start + stripped
         hi = chunk_start

@@ -9,43 +9,12 @@ means nothing where it stands to `stray_markup`).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
-from .diagnostics import Diagnostic
-
-
-def fast_init(cls):
-    """Give a frozen slotted dataclass an `__init__` that fills its slots directly.
-
-    A frozen dataclass's own `__init__` goes through `object.__setattr__` for every field; an event
-    is created for nearly every chunk fed, so this halves the cost of the most frequent operation
-    while the class stays frozen (assignment still raises FrozenInstanceError).
-    """
-    names = [f.name for f in fields(cls)]
-    namespace = {f"_set_{n}": getattr(cls, n).__set__ for n in names}
-    params = []
-    for f in fields(cls):
-        if f.default is not dataclasses.MISSING:
-            namespace[f"_default_{f.name}"] = f.default
-            params.append(f"{f.name}=_default_{f.name}")
-        elif f.default_factory is not dataclasses.MISSING:
-            params.append(f"{f.name}=None")
-            namespace[f"_factory_{f.name}"] = f.default_factory
-        else:
-            params.append(f.name)
-    body = []
-    for f in fields(cls):
-        if f.default_factory is not dataclasses.MISSING:
-            body.append(f"    _set_{f.name}(self, _factory_{f.name}() if {f.name} is None else {f.name})")
-        else:
-            body.append(f"    _set_{f.name}(self, {f.name})")
-    source = f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body)
-    exec(source, namespace)
-    cls.__init__ = namespace["__init__"]
-    return cls
+from .diagnostics import TOOL_CALL_ERROR_CODES, Diagnostic  # noqa: F401 - the codes: read here too
+from .model import fast_init
 
 
 class Event:
@@ -187,11 +156,6 @@ class ToolCallError(Event):
     code: str = ""
 
 
-TOOL_CALL_ERROR_CODES = frozenset({
-    "syntax", "unclosed", "lossy", "too-large", "too-deep", "unknown-tool", "tool-choice", "schema", "unreadable",
-    "internal",
-})
-"""Every `ToolCallError.code` (docs/schema.md says what each means)."""
 
 
 @fast_init
@@ -216,6 +180,3 @@ class StrayMarkup(Event):
     markup: str
     span: tuple[int, int]
 
-
-EVENT_TYPES = (Text, ThinkingStart, ThinkingDelta, ThinkingEnd, ToolCallStart, ToolCallEnd, ToolCallError, Stop,
-               StrayMarkup)

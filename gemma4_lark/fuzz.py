@@ -1,177 +1,42 @@
-"""Differential fuzzing: hypothesis strategies for the format, and a campaign that runs the grammar's
-parsers against the hand-written oracle (`gemma4_lark.reference`), or against any parser, through a
-small JSONL protocol.
+"""Differential fuzzing: a campaign that runs the grammar's parsers against the hand-written oracle
+(`gemma4_lark.reference`), or against any parser, through a small JSONL protocol.
 
-Strategies (import them in your own tests):
-    values()             JSON-like values the format can carry (no string delimiter in strings)
-    calls()              (name, arguments) pairs
-    canonical_calls()    canonical call blocks, as text
-    canonical_streams()  model outputs made of text, thoughts and canonical call blocks
-    edge_streams()       markup in every place: whole, cut and stray markers, odd, invalid,
-                         nested and unclosed blocks, between text and canonical blocks
-    bounded_streams()    a few blocks of every size and depth up to a few dozen: for small limits
-    mutated(text)        the text after random deletions, insertions of markers, brackets and
-                         quotes, and truncations
-    chunked(text)        the text split at random points
-    grammar_text(start)  strings generated from the grammar itself (hypothesis.extra.lark)
+The strategies that make the examples are in `gemma4_lark.strategies` (it imports hypothesis,
+which the library does not need: the campaign imports it when it runs).
 
 Comparing: `comparable(events)`, what two strict event streams must agree on; `typed(value)`, a
 value in a form where 1, 1.0, True and -0.0, 0.0 differ.
 
-Settings: `settings(max_examples=...)`, hypothesis settings for properties over these strategies
-(no deadline, no too-slow health check: see its docstring).
-
 The `--target` protocol: the command reads one JSON object per line, {"text": "..."}, and answers
 each with one line, {"calls": [{"name": ..., "arguments": {...}}, ...], "text": "..."}: the calls
-it found and the text left over. The campaign sends canonical streams and compares the answers
-with this project's.
+it found and the text left over (the conformance kit's protocol: docs/conformance.md). The campaign
+sends canonical streams and compares the answers with this project's, through the kit's client, so
+a target that hangs or crashes is a finding rather than a hang of the campaign.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
 from dataclasses import dataclass, field
 
-from hypothesis import strategies as st
+from .conformance.target import (
+    DEFAULT_STARTUP, DEFAULT_STOP_AFTER_HANGS, DEFAULT_TIMEOUT, NEVER_ANSWERED, Target, TargetDoesNotRun,
+)
 
-from . import tokens
-from .render.values import dump_value
-
-_D = tokens.STRING_DELIMITER
-_MARKERS = [t for t in tokens.CONTROL_TOKENS] + ["call:", "{", "}", "[", "]", ",", ":", '"', "'", "\n"]
-
-
-def values(max_leaves: int = 20) -> st.SearchStrategy:
-    strings = st.text().filter(lambda s: _D not in s)
-    scalars = (st.none() | st.booleans() | st.integers() | st.integers(min_value=-10**30, max_value=10**30)
-               | st.floats(allow_nan=False, allow_infinity=False) | strings)
-    return st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(strings, inner, max_size=4),
-                        max_leaves=max_leaves)
+_STRATEGIES = frozenset({"values", "names", "calls", "canonical_call", "canonical_calls", "canonical_streams", "edge_streams",
+                         "bounded_streams", "mutated", "chunked", "grammar_text"})
 
 
-def names() -> st.SearchStrategy:
-    return st.from_regex(r"[A-Za-z_][A-Za-z0-9_.:-]{0,24}", fullmatch=True)
+def __getattr__(name: str):
+    # The strategies lived here until they moved to gemma4_lark.strategies (so that importing this
+    # module loads no hypothesis): the old spelling works one more release, and says so.
+    if name in _STRATEGIES:
+        import warnings
 
+        from . import strategies
 
-def calls() -> st.SearchStrategy:
-    return st.tuples(names(), st.dictionaries(st.text().filter(lambda s: _D not in s), values(), max_size=5))
-
-
-def settings(**overrides):
-    """Hypothesis settings for a property over these strategies: `overrides` (max_examples, ...) on
-    top of the current profile, without a deadline and without the too_slow health check.
-
-    These strategies draw whole calls and streams, nested values and the grammar's own strings; on
-    a loaded or small machine (2 shared cores) drawing the first examples can take longer than the
-    health check allows, and the run then fails having found nothing (1 run in 13 did, running the
-    guide's example). How long a draw takes says nothing about a parser, so neither the check nor a
-    deadline belongs in a differential property."""
-    from hypothesis import HealthCheck
-    from hypothesis import settings as hypothesis_settings
-
-    current = hypothesis_settings()  # the profile loaded
-    options = {"deadline": None, **overrides}
-    options["suppress_health_check"] = [*current.suppress_health_check, HealthCheck.too_slow,
-                                        *options.get("suppress_health_check", ())]
-    return hypothesis_settings(current, **options)
-
-
-def canonical_call(name: str, arguments: dict) -> str:
-    return tokens.TOOL_CALL_OPEN + tokens.CALL_KEYWORD + name + dump_value(arguments, unsafe="allow") + tokens.TOOL_CALL_CLOSE
-
-
-def canonical_calls() -> st.SearchStrategy:
-    # control tokens inside strings are fine for the parsers (only the delimiter is not)
-    return calls().map(lambda c: canonical_call(*c))
-
-
-def _prose() -> st.SearchStrategy:
-    plain = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="<"), min_size=1, max_size=40)
-    return plain | st.sampled_from(["a < b", "x <y> z", "{not a block}", "see <|", "<|tool_c"])
-
-
-def canonical_streams() -> st.SearchStrategy:
-    thought = _prose().map(lambda t: tokens.THOUGHT_OPEN + t + tokens.CHANNEL_CLOSE)
-    piece = _prose() | thought | canonical_calls() | st.just(tokens.THOUGHT_OPEN + tokens.CHANNEL_CLOSE)
-    return st.lists(piece, max_size=8).map("".join)
-
-
-# Small blocks at the edges of the language: repeated keys, `<escape>`, nesting, odd blanks and
-# numbers, refusals of every kind, unclosed strings and blocks.
-_EDGE_BLOCKS = tuple(tokens.TOOL_CALL_OPEN + body for body in (
-    "call:f{a:1,a:2}" + tokens.TOOL_CALL_CLOSE, "call:f{a:x<escape>y<escape> z}" + tokens.TOOL_CALL_CLOSE,
-    "call:f{a:[[[[{b:[]}]]]]}" + tokens.TOOL_CALL_CLOSE, " call: f {\n a : -1.5e3 , b:.5,c:1.}\n" + tokens.TOOL_CALL_CLOSE,
-    "call:f{a:1,}" + tokens.TOOL_CALL_CLOSE, "call:f{a:-,b:+x,c:hello world ,d:None}" + tokens.TOOL_CALL_CLOSE,
-    "call:f{" + _D + "k" + _D + ":1," + _D + "k" + _D + ":" + _D + "<turn|>" + _D + "}" + tokens.TOOL_CALL_CLOSE,
-    "call:f{a:1e999}" + tokens.TOOL_CALL_CLOSE, "call:f{a:12abc}" + tokens.TOOL_CALL_CLOSE,
-    "call:f{a:x" + _D + "}" + tokens.TOOL_CALL_CLOSE, "call:f{a:" + _D + "open", "call:f{a:1}", "call:f",
-    "call:f{a:<|image|>}" + tokens.TOOL_CALL_CLOSE, "call:f{a:b<c}" + tokens.TOOL_CALL_CLOSE,
-    "call:f(a=1)" + tokens.TOOL_CALL_CLOSE, ":call:f{}" + tokens.TOOL_CALL_CLOSE, "call:a{}call:b{}" + tokens.TOOL_CALL_CLOSE,
-))
-_EDGE_PIECES = tuple(tokens.CONTROL_TOKENS) + (
-    tokens.THOUGHT_OPEN, tokens.THOUGHT_OPEN[:-1], "thought\n", tokens.CALL_KEYWORD, "call:f{", "<|tool_c", "<tool_call",
-    "<|channel>tho", "<|", "<", "|>", "{", "}", "[", "]", ",", ":", " ", "\n", "<escape>", "x y", "1", "-1.5e3", "true",
-    "\ud800", "\udc00")  # lone surrogates: a str may hold them
-
-
-def edge_streams() -> st.SearchStrategy:
-    """Markup in every place: whole, cut and stray markers, odd, invalid, nested and unclosed
-    blocks, among text and canonical blocks."""
-    piece = st.one_of(st.sampled_from(_EDGE_PIECES), st.sampled_from(_EDGE_BLOCKS), canonical_calls(), _prose())
-    return st.lists(piece, max_size=12).map("".join)
-
-
-def bounded_streams() -> st.SearchStrategy:
-    """A few short pieces, mostly blocks of every size and depth up to a few dozen characters and
-    levels: what small `max_block_chars` and `max_depth` cut, at and around their bounds."""
-    sized = st.integers(0, 40).map(lambda k: tokens.TOOL_CALL_OPEN + "call:f{a:" + _D + "x" * k + _D + "}"
-                                   + tokens.TOOL_CALL_CLOSE)
-    nested = st.tuples(st.integers(0, 8), st.sampled_from(["[", "{b:"])).map(
-        lambda p: tokens.TOOL_CALL_OPEN + "call:f{a:" + p[1] * p[0] + "1" + ("]" if p[1] == "[" else "}") * p[0] + "}"
-        + tokens.TOOL_CALL_CLOSE)
-    bare = st.sampled_from([tokens.TOOL_CALL_OPEN, tokens.TOOL_CALL_CLOSE, tokens.TURN_CLOSE, tokens.EOS, "x", "{"])
-    piece = st.one_of(sized, nested, bare, st.sampled_from(_EDGE_BLOCKS))
-    return st.lists(piece, min_size=1, max_size=4).map("".join)
-
-
-def mutated(text: str) -> st.SearchStrategy:
-    """Mutations of `text`: deletions, insertions of markers/brackets/quotes, truncations."""
-    def apply(draw_ops):
-        out = text
-        for kind, at, what in draw_ops:
-            at = at % (len(out) + 1)
-            if kind == "delete":
-                out = out[:at] + out[at + 1 + what % 4:]
-            elif kind == "insert":
-                out = out[:at] + _MARKERS[what % len(_MARKERS)] + out[at:]
-            else:
-                out = out[:at]
-        return out
-
-    op = st.tuples(st.sampled_from(["delete", "insert", "insert", "truncate"]), st.integers(0, 10**6), st.integers(0, 10**6))
-    return st.lists(op, min_size=1, max_size=4).map(apply)
-
-
-def chunked(text: str) -> st.SearchStrategy:
-    return st.lists(st.integers(0, max(len(text), 1)), max_size=12).map(
-        lambda cuts: [text[a:b] for a, b in zip([0] + sorted(set(cuts)), sorted(set(cuts)) + [len(text)])])
-
-
-def grammar_text(start: str) -> st.SearchStrategy:
-    """Strings of the grammar's language for a block start rule, generated from the grammar."""
-    from hypothesis.extra.lark import from_lark
-
-    from . import grammar
-
-    prose = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="<"), min_size=1)
-    explicit = {
-        "STRING": prose.map(lambda s: _D + s + _D) | st.just(_D + _D),
-        "INTEGER": st.integers().map(str),
-        "FLOAT": st.floats(allow_nan=False, allow_infinity=False).map(repr),
-        "BARE_WORD": st.from_regex(r"[A-Za-z_][A-Za-z0-9_ ]{0,10}[A-Za-z0-9_]", fullmatch=True),
-    }
-    return from_lark(grammar.build(grammar.BLOCK_STARTS, cache=False), start=start, explicit=explicit)
+        warnings.warn(f"gemma4_lark.fuzz.{name} is gemma4_lark.strategies.{name}", DeprecationWarning, stacklevel=2)
+        return getattr(strategies, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --- comparing event streams -------------------------------------------------------------------------
@@ -266,34 +131,24 @@ def _tiles(events, text) -> bool:
     return pos == len(text)
 
 
-class _Target:
-    """An external parser speaking the JSONL protocol."""
-
-    def __init__(self, command: str):
-        self.process = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-
-    def ask(self, text: str) -> dict:
-        self.process.stdin.write(json.dumps({"text": text}) + "\n")
-        self.process.stdin.flush()
-        line = self.process.stdout.readline()
-        if not line:
-            raise RuntimeError("the target closed its output")
-        return json.loads(line)
-
-    def close(self):
-        self.process.stdin.close()
-        self.process.wait(timeout=10)
-
-
-def run_campaign(stream_parser, examples: int = 200, seed: int = 0, target: str | None = None, progress=None) -> Report:
+def run_campaign(stream_parser, examples: int = 200, seed: int = 0, target: str | None = None, progress=None,
+                 timeout: float = DEFAULT_TIMEOUT, startup: float = DEFAULT_STARTUP) -> Report:
     """Run every differential property for `examples` examples each; collect shrunk failures.
+
+    `target`: a command speaking the JSONL protocol, asked through the conformance kit's client
+    (`gemma4_lark.conformance.target`): an answer not given within `timeout` seconds (up to
+    `startup` more for a process's first), a crash, or a line not of the protocol's shape is a finding, and the next
+    request starts the target again.
 
     `stream_parser` is the streaming parser class under test (`gemma4_incremental.StreamParser`:
     this package does not import the streaming layer itself).
     """
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as with_seed
+    from hypothesis import strategies as st
     from hypothesis.errors import InvalidArgument
+
+    from .strategies import calls, canonical_call, canonical_streams, chunked, edge_streams, grammar_text, mutated
 
     from .events import ToolCallEnd
     from .parser import parse_call
@@ -355,16 +210,34 @@ def run_campaign(stream_parser, examples: int = 200, seed: int = 0, target: str 
         " streams": (st.data(), stream_level),
         "robustness: no exception, spans tile, on mutated streams": (st.data(), robustness),
     }
-    external = _Target(target) if target else None
+    external = Target(target, timeout=timeout, startup=startup) if target else None
+    gave_up: list = []  # the reply after which the target was asked no more
+    never_ran: list = []  # the replies that crashed or hung before the target ever answered
     if external:
+        failed_in_a_row = 0
+
         def against_target(data):
+            nonlocal failed_in_a_row
             text = data.draw(canonical_streams())
             ours = StreamParser(id_factory=iter(ids).__next__)
             events = ours.feed(text) + ours.flush()
             expected = {"calls": [{"name": e.name, "arguments": e.arguments} for e in events if isinstance(e, ToolCallEnd)],
                         "text": "".join(e.text for e in events if e.type == "text")}
-            answer = external.ask(text)
-            assert {"calls": answer.get("calls"), "text": answer.get("text")} == expected, (text, answer, expected)
+            if gave_up:  # it stopped answering: asked no more, each example fails as the last did
+                reply = gave_up[0]
+            else:
+                reply = external.ask({"text": text})
+                failed_in_a_row = 0 if reply.category is None else failed_in_a_row + 1
+                # as the conformance run does: a target that crashed or hung on its first requests
+                # without ever answering is not running; one that fails every request for a while has
+                # stopped answering (each failure costs a restart)
+                if external.answers == 0 and reply.category in ("crash", "timeout"):
+                    never_ran.append(reply)
+                if len(never_ran) >= NEVER_ANSWERED or failed_in_a_row >= DEFAULT_STOP_AFTER_HANGS:
+                    gave_up.append(reply)
+            assert reply.category is None, (text, f"{reply.category}: {reply.detail}")
+            answer = reply.answer
+            assert {"calls": answer["calls"], "text": answer["text"]} == expected, (text, answer, expected)
 
         properties = {"target: external parser == StreamParser on canonical streams": (st.data(), against_target)}
     try:
@@ -382,6 +255,11 @@ def run_campaign(stream_parser, examples: int = 200, seed: int = 0, target: str 
             report.tried[label] = counts.get(label, 0)
             if progress:
                 progress(label, report.tried[label], finding)
+        if gave_up and len(never_ran) >= NEVER_ANSWERED:
+            raise TargetDoesNotRun(f"{gave_up[0].category}: {gave_up[0].detail}")
+        if gave_up:
+            report.findings.append(Finding("target: it stopped answering", "", f"{DEFAULT_STOP_AFTER_HANGS} requests in"
+                                           f" a row failed, the last by {gave_up[0].category}: {gave_up[0].detail}"))
     finally:
         if external:
             external.close()

@@ -32,6 +32,9 @@ from pathlib import Path
 
 import re
 
+from ._compat import load_lark_from_dict
+from .tokens import STRING_DELIMITER
+
 GRAMMAR_PACKAGE = "gemma4_lark"
 GRAMMAR_FILE = "gemma4.lark"
 TABLES_FILE = "tables.json"
@@ -72,7 +75,7 @@ def build(starts, *, strict: bool = False, cache: bool = True) -> lark.Lark:
         if tables is not None:
             for kind, stored in STORED_STARTS.items():
                 if stored == starts:
-                    return lark.Lark._load_from_dict(tables[kind]["data"], tables[kind]["memo"])
+                    return load_lark_from_dict(tables[kind]["data"], tables[kind]["memo"])
     return lark.Lark(grammar_text(), start=list(starts), strict=strict, **_OPTIONS)
 
 
@@ -246,6 +249,34 @@ def terminal_literal(name: str) -> str | None:
 
 
 @functools.lru_cache(maxsize=None)
+def first_terminals(rule: str) -> frozenset[str]:
+    """The terminals a rule of the block grammar can begin with (its FIRST set), read from the
+    grammar's rules: `first_terminals("value")` is what a value may start with. Builds (or loads)
+    the block parser. Raises KeyError for a rule the grammar does not have."""
+    rules = build(BLOCK_STARTS).rules
+    first: dict[str, set[str]] = {r.origin.name: set() for r in rules}
+    nullable: set[str] = set()
+    changed = True
+    while changed:  # to a fixed point: a rule's FIRST set takes its leading rules' sets
+        changed = False
+        for r in rules:
+            found = first[r.origin.name]
+            size = len(found)
+            for symbol in r.expansion:
+                if symbol.is_term:
+                    found.add(symbol.name)
+                    break
+                found |= first[symbol.name]
+                if symbol.name not in nullable:
+                    break
+            else:
+                if r.origin.name not in nullable:
+                    nullable.add(r.origin.name)
+                    changed = True
+            changed |= len(found) != size
+    return frozenset(first[rule])
+
+
 @functools.lru_cache(maxsize=None)
 def whitespace() -> str:
     """The characters of the grammar's `WS` terminal (space, tab, CR, LF): what may stand between
@@ -260,6 +291,48 @@ def terminal_pattern(name: str):
     Raises `KeyError` when the grammar has no terminal of that name.
     """
     return re.compile(_to_regexp(*terminal_specs()[name]))
+
+
+def _balanced(pattern: str, start: int) -> int:
+    """The index of the `)` that closes the group whose body starts at `start` (escapes and
+    character classes skipped)."""
+    depth, i, in_class = 1, start, False
+    while True:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+
+
+@functools.lru_cache(maxsize=1)
+def control_pattern() -> re.Pattern:
+    """A control token of the grammar, or the string delimiter, at the start of a match.
+
+    What follows `<` in a control token, as the TEXT terminal's lookahead says: TEXT stops before
+    `<(?:BODY)`, written as a lookahead after its first `<` check (`(?!<(?:BODY))`). So `<|im_start|>`
+    or `<image|>` is one like `<turn|>`, and a change to the grammar changes every reader of it (the
+    renderers' guard, the block decision, the markers spelled in text)."""
+    text = terminal_pattern("TEXT").pattern
+    head = "(?!<(?:"
+    if head not in text:
+        raise AssertionError("the TEXT terminal no longer has the expected shape; update grammar.control_pattern")
+    start = text.index(head) + len(head)
+    body = text[start:_balanced(text, start)]
+    # TEXT stops at the same tokens it cannot start with: the body stands again in its other lookahead
+    if text.count("<(?:" + body + ")") < 2:
+        raise AssertionError("the TEXT terminal no longer has the expected shape; update grammar.control_pattern")
+    return re.compile("<(?:" + body + ")|" + re.escape(STRING_DELIMITER))
 
 
 def canonical_tables(parser: lark.Lark) -> dict:
@@ -317,7 +390,7 @@ def stale_tables() -> list[str]:
     if tables is None:
         return sorted(STORED_STARTS)
     return [kind for kind, starts in STORED_STARTS.items()
-            if canonical_tables(lark.Lark._load_from_dict(tables[kind]["data"], tables[kind]["memo"]))
+            if canonical_tables(load_lark_from_dict(tables[kind]["data"], tables[kind]["memo"]))
             != canonical_tables(build(starts, cache=False))]
 
 

@@ -29,8 +29,8 @@ from __future__ import annotations
 import lark
 from lark.lexer import LexerState, LexerThread, LineCounter, PatternRE
 from lark.parsers.lalr_analysis import Shift
-from lark.parsers.lalr_parser import _Parser
 
+from ._compat import lalr_parser_loop, parse_tree_callbacks, scanner_regex_count
 from .possessive import lexer_pattern
 from .error_base import Gemma4Error
 
@@ -88,7 +88,7 @@ def _lark_callbacks(parser: lark.Lark, builder) -> dict:
 
     The text is the token's `value`: the str the lexer matched, as the driver has it (`str(token)`
     would copy it, even a 1-character one that Python otherwise shares: 50 bytes an item more)."""
-    callbacks = parser._parse_tree_builder.create_callback(_InlineBuilder(builder))
+    callbacks = parse_tree_callbacks(parser, _InlineBuilder(builder))
     for terminal in parser.terminals:
         method = getattr(builder, terminal.name, None) if terminal.name.isupper() else None
         if method is None:
@@ -215,7 +215,7 @@ class LeanLALR:
                     entries[symbol] = (len(arg.expansion), reducers[arg], arg.origin.name)
         self.actions = actions
         lark_parser = frontend.parser.parser
-        self._checker = _Parser(lark_parser.parse_table, dict.fromkeys(lark_parser.callbacks, _discard))
+        self._checker = lalr_parser_loop(lark_parser.parse_table, dict.fromkeys(lark_parser.callbacks, _discard))
         self._lark_builder = None  # Lark's parser with the builder's callbacks: built when first asked for
         # Per parser state: the compiled alternation of the terminals the lexer accepts there,
         # the types it ignores, and the keywords that a pattern match may turn out to be.
@@ -223,7 +223,7 @@ class LeanLALR:
         compiled: dict = {}  # alternation -> compiled regex, shared by the states that have the same one
         for state, basic in frontend.lexer.lexers.items():
             scanner = basic.scanner  # built on first access
-            if len(scanner._mres) != 1:  # pragma: no cover - the grammar's patterns fit one regex
+            if scanner_regex_count(scanner) != 1:  # pragma: no cover - the grammar's patterns fit one regex
                 raise RuntimeError("a lexer state needs more than one regex; use Lark's parser")
             keywords = {type_: _keyword_type(retype.scanner) for type_, retype in basic.callback.items()}
             self.lexers[state] = (_compile_state(scanner, compiled).match, basic.ignore_types, keywords)
@@ -246,10 +246,10 @@ class LeanLALR:
         `UnexpectedInput`, or what the builder raises), at the same positions; slower. The plain
         path, which the driver is tested against."""
         if self._lark_builder is None:
-            self._lark_builder = _Parser(self._checker.parse_table, _lark_callbacks(self.lark, self.builder))
+            self._lark_builder = lalr_parser_loop(self._checker.parse_table, _lark_callbacks(self.lark, self.builder))
         return self._lark_parse(self._lark_builder, text, start, pos)
 
-    def _lark_parse(self, loop: _Parser, text: str, start: str, pos: int):
+    def _lark_parse(self, loop, text: str, start: str, pos: int):  # loop: _compat.lalr_parser_loop's
         # Lark's parser loop reading the text in place from `pos`: handed no lexer state, Lark
         # would count the lines before `pos` (or we would copy the rest of the text) on every call.
         line_counter = LineCounter("\n")

@@ -16,10 +16,11 @@ from .errors import GemmaSyntaxError, from_lark
 from .model import OutputDocument, ToolCall, ToolDeclaration, ToolResponse, Thought, Transcript
 from .diagnostics import LineIndex
 from .values import (
-    Build, DepthExceeded, LosslessBuild, IntegerTooLong, NumberOutOfRange, ParseState, current, integer_digit_limit,
+    DEFAULT_MAX_DEPTH, Build, DepthExceeded, LosslessBuild, IntegerTooLong, NumberOutOfRange, ParseState, current,
+    integer_digit_limit,
 )
 
-from .exports import module_getattr as _module_getattr
+from ._names import module_getattr as _module_getattr
 
 if TYPE_CHECKING:
     from .lalr import LeanLALR
@@ -30,8 +31,6 @@ __all__ = [
     "DEFAULT_MAX_DEPTH", "parse_call", "parse_declaration", "parse_output_document", "parse_response", "parse_thought",
     "parse_transcript", "parse_value",
 ]
-
-DEFAULT_MAX_DEPTH = 512
 
 
 @functools.lru_cache(maxsize=1)

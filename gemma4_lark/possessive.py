@@ -23,10 +23,7 @@ from __future__ import annotations
 import re
 import sys
 
-try:  # Python >= 3.11
-    from re import _parser as _sre_parse
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_parse as _sre_parse  # type: ignore[no-redef]
+from ._compat import sre_parse
 
 # Whether `re` has possessive quantifiers (and runs them without backtracking state).
 POSSESSIVE = sys.version_info >= (3, 11)
@@ -37,7 +34,7 @@ _LAZY_DOT = ".*?"
 def _items(pattern: str, flags: int):
     """The top-level items of `pattern` as comparable data, or None when it does not parse alone."""
     try:
-        return [(op, repr(av)) for op, av in _sre_parse.parse(pattern, flags)]
+        return [(op, repr(av)) for op, av in sre_parse.parse(pattern, flags)]
     except (re.error, RecursionError, OverflowError):
         return None
 
@@ -57,7 +54,7 @@ def lexer_pattern(value: str, flags=()) -> str:
     whole_items = _items(value, re.S)
     if not tail_items or prefix_items is None or whole_items is None:
         return value
-    if any(op is not _sre_parse.LITERAL for op, _ in tail_items):
+    if any(op is not sre_parse.LITERAL for op, _ in tail_items):
         return value
     # The lazy dot must stand at the top level between the two (not inside a group or a branch,
     # not an escaped `\.` followed by `*?`): the whole parses as prefix, `.*?`, tail.

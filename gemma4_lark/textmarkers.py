@@ -10,8 +10,10 @@ from __future__ import annotations
 import re
 from typing import Any, Collection
 
-from .render.safety import CONTROL
+from .grammar import control_pattern
 from .schema.lexeme import Scalar
+
+_CONTROL = control_pattern()
 
 __all__ = ["mask_for", "respelled", "spelled_markers", "spelled_out"]
 
@@ -23,7 +25,7 @@ def spelled_markers(raw: str, base: int, marks: Collection[int]) -> list[int]:
     found = []
     at = raw.find("<")
     while at != -1:
-        if base + at not in marks and CONTROL.match(raw, at):
+        if base + at not in marks and _CONTROL.match(raw, at):
             found.append(at)
         at = raw.find("<", at + 1)
     return found

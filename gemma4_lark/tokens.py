@@ -25,6 +25,9 @@ DECLARATION_KEYWORD = "declaration:"
 IMAGE = "<|image|>"
 AUDIO = "<|audio|>"
 VIDEO = "<|video|>"
+# FunctionGemma's string delimiter, not Gemma 4's: outputs of a model trained on both may hold it
+# in a bare word, and the decoders report it (`functiongemma-escape`).
+FUNCTIONGEMMA_ESCAPE = "<escape>"
 
 # The tokens the format itself uses. The renderers' guard does not rely on this list: any
 # `<|word>`, `<|word|>`, `<word|>` is a control token, as the grammar's TEXT terminal says (see

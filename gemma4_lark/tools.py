@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
 
-from .render.shapes import ShapeError, expect
+from .fields import ShapeError, expect
 
 __all__ = ["Tool", "ToolChoice", "read_tools", "read_tool_choice", "ShapeError"]
 

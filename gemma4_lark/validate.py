@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from . import tokens
 from .grammar import whitespace
-from .diagnostics import Diagnostic, LineIndex
+from .diagnostics import Diagnostic, LineIndex, message
 from .errors import GemmaSyntaxError
 from .parser import DEFAULT_MAX_DEPTH, parse_from
 from .schema.lexeme import LosslessCall
@@ -74,7 +74,7 @@ def validate(text: str, *, max_depth: int = DEFAULT_MAX_DEPTH, tools=None) -> li
         for key, pos in duplicates:
             line, column = lines.line_and_column(pos)
             diagnostics.append(Diagnostic(
-                "warning", "duplicate-key", f"duplicate key `{key}`: the last value wins",
+                "warning", "duplicate-key", message("duplicate-key", key),
                 line, column, pos,
             ))
         offset = next_offset

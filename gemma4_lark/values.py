@@ -36,6 +36,10 @@ __all__ = [
 
 _DELIMITER_LENGTH = len(STRING_DELIMITER)
 
+# How deep arrays and objects may nest before a parse refuses them: the parsers' default, and
+# what the renderers refuse to write (render or refuse, never write what cannot be read back).
+DEFAULT_MAX_DEPTH = 512
+
 
 @dataclass
 class ParseState:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-import gemma4_lark
 from gemma4_lark import tokens
 from gemma4_lark.errors import GemmaSyntaxError, PromptError
 from gemma4_lark.model import ThoughtPrefill, ToolResponse
+from gemma4_lark.parser import parse_transcript
 
 __all__ = ["starts_in_thinking"]
 
@@ -27,7 +27,7 @@ def starts_in_thinking(prompt: str, reader: Callable[[], object]) -> bool:
     text after them, counts as open) or ends inside a call block, and `GemmaSyntaxError` (with its position) when
     the grammar rejects the prompt before its last model turn."""
     try:
-        turns = gemma4_lark.parse_transcript(prompt).turns
+        turns = parse_transcript(prompt).turns
     except GemmaSyntaxError as err:
         return _prefill_state(prompt, err, reader)
     last = turns[-1] if turns else None
@@ -53,7 +53,7 @@ def _prefill_state(prompt: str, err: GemmaSyntaxError, reader: Callable[[], obje
     if body < 0 or err.pos < body + len(opener):
         raise err
     body += len(opener)
-    head = gemma4_lark.parse_transcript(prompt[:body]).turns  # (raises for a head that is wrong too)
+    head = parse_transcript(prompt[:body]).turns  # (raises for a head that is wrong too)
     if not head or head[-1].role != "model" or head[-1].closed:
         raise err
     parser = reader()

@@ -35,6 +35,7 @@ import json
 import re
 
 from gemma4_lark import tokens
+from gemma4_lark.grammar import whitespace
 from gemma4_lark.parser import block_parser
 
 from .pieces import COMPACT_EVERY, Pieces
@@ -51,7 +52,7 @@ _OPENERS, _CLOSERS = ("LBRACE", "LBRACKET"), ("RBRACE", "RBRACKET")
 _LITERALS = {"TRUE": "true", "FALSE": "false", "NULL": "null", "NULL_PYTHON": "null", "NULL_OMP": "null"}
 # A token other than a string or the single characters above is final once one of these follows it
 # (after whitespace): no terminal but a string holds them, and no terminal's lookahead reads past them.
-_CONFIRMER = re.compile(r"[ \t\r\n]*[,}\]:]")
+_CONFIRMER = re.compile("[" + re.escape(whitespace()) + r"]*[,}\]:]")
 _ANY_CONFIRMER = re.compile(r"[,}\]:]")
 # What json.dumps writes for a finite float (json.encoder's `floatstr`), without its encoder's
 # per-call set-up (several µs a number)

@@ -210,7 +210,10 @@ def register_fuzz(sub) -> None:
 
 
 def cmd_fuzz(args) -> int:
+    from gemma4_lark.conformance.target import TargetDoesNotRun
+
     with optional_dependencies("fuzz"):
+        from gemma4_lark import strategies  # noqa: F401 - the campaign's; it needs hypothesis: said before it starts
         from gemma4_lark.fuzz import run_campaign
 
     def progress(label, tried, finding):
@@ -225,6 +228,8 @@ def cmd_fuzz(args) -> int:
     try:
         report = run_campaign(StreamParser, examples=args.examples, seed=args.seed, target=args.target,
                               progress=progress)
+    except TargetDoesNotRun as err:
+        raise CommandError(f"the --target command {args.target!r} answered no request: {err}") from None
     except OSError as err:  # standard output's own errors arrive as other exceptions (see gemma4_lark.cli)
         if not args.target:
             raise

@@ -33,7 +33,7 @@ from typing import Any, Sequence
 
 from gemma4_lark.events import Event, Text, ThinkingDelta, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart
 from .arguments import ArgumentStream
-from .output import ParsedOutput
+from .output import to_openai_message, tool_call_error_entry
 from .parser import StreamParser, plain_str
 from .pieces import COMPACT_EVERY, Pieces
 
@@ -41,29 +41,6 @@ __all__ = ["OpenAIStream", "to_openai_message", "tool_call_error_entry"]
 
 # The keys a chunk's delta has of its own (OpenAI's and this module's): no place for thoughts.
 _DELTA_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_errors", "refusal", "function_call"})
-
-
-def tool_call_error_entry(error: ToolCallError, position: int) -> dict[str, Any]:
-    """The `tool_call_errors` entry of a failed block; `position` is its place among the failed
-    blocks of the output (the streamed list merges entries by this `index`). Raises nothing."""
-    return {"index": position, "id": error.id, "error": error.error, "code": error.code, "raw": error.raw,
-            "name": error.name, "partial": error.partial}
-
-
-def to_openai_message(parsed: ParsedOutput) -> dict[str, Any]:
-    """The output as an OpenAI chat-completions assistant message: `role`, `content` (None when
-    empty), `reasoning_content` when there was any thought, `tool_calls` when there was any call,
-    `tool_call_errors` when any block failed. Raises nothing."""
-    content = "".join(e.text if isinstance(e, Text) else e.raw for e in parsed.events
-                      if isinstance(e, (Text, ToolCallError)))
-    message: dict[str, Any] = {"role": "assistant", "content": content or None}
-    if parsed.thinking:
-        message["reasoning_content"] = "\n".join(parsed.thinking)
-    if parsed.calls:
-        message["tool_calls"] = [call.to_openai() for call in parsed.calls]
-    if parsed.errors:
-        message["tool_call_errors"] = [tool_call_error_entry(e, k) for k, e in enumerate(parsed.errors)]
-    return message
 
 
 class OpenAIStream:

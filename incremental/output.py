@@ -45,9 +45,32 @@ class ParsedOutput:
         (docs/architecture.md, "Names"); this method goes in the next release."""
         warnings.warn("ParsedOutput.to_openai() is deprecated: it is gemma4_incremental.to_openai_message(parsed)"
                       " now, and the method goes in the next release", DeprecationWarning, stacklevel=2)
-        from .openai import to_openai_message  # (openai.py names this class: imported when asked)
-
         return to_openai_message(self)
+
+
+# The OpenAI shapes of a whole output live beside it (openai.py, which streams them, builds on
+# this module and exports them).
+def tool_call_error_entry(error: ToolCallError, position: int) -> dict[str, Any]:
+    """The `tool_call_errors` entry of a failed block; `position` is its place among the failed
+    blocks of the output (the streamed list merges entries by this `index`). Raises nothing."""
+    return {"index": position, "id": error.id, "error": error.error, "code": error.code, "raw": error.raw,
+            "name": error.name, "partial": error.partial}
+
+
+def to_openai_message(parsed: ParsedOutput) -> dict[str, Any]:
+    """The output as an OpenAI chat-completions assistant message: `role`, `content` (None when
+    empty), `reasoning_content` when there was any thought, `tool_calls` when there was any call,
+    `tool_call_errors` when any block failed. Raises nothing."""
+    content = "".join(e.text if isinstance(e, Text) else e.raw for e in parsed.events
+                      if isinstance(e, (Text, ToolCallError)))
+    message: dict[str, Any] = {"role": "assistant", "content": content or None}
+    if parsed.thinking:
+        message["reasoning_content"] = "\n".join(parsed.thinking)
+    if parsed.calls:
+        message["tool_calls"] = [call.to_openai() for call in parsed.calls]
+    if parsed.errors:
+        message["tool_call_errors"] = [tool_call_error_entry(e, k) for k, e in enumerate(parsed.errors)]
+    return message
 
 
 _BASES: dict[type, type] = {t: t for t in (Text, ToolCallEnd, ThinkingDelta, ThinkingStart, ThinkingEnd,

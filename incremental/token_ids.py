@@ -14,7 +14,7 @@ marker's special token stands (docs/streaming.md#token-ids says the rule).
 from __future__ import annotations
 
 import weakref
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from gemma4_lark import tokens
 from gemma4_lark.family import WrongModelFamilyError
@@ -86,6 +86,17 @@ class TokenMarkers:
             raise WrongModelFamilyError(f"the tokenizer has no single token for {', '.join(missing)}: not a Gemma 4"
                                         " tokenizer")
         return cls(by_id, decode)
+
+    @classmethod
+    def from_vocab(cls, vocab: Mapping[str, int], decode: Any = None) -> "TokenMarkers":
+        """The control tokens a vocabulary (`tokenizer.get_vocab()`: token text to id) holds, for
+        the checks that read ids only (`integrations.base.MarkerIds`, a reasoning parser's). With
+        no `decode`, `align` cannot read a delta that has ids and no text. Raises nothing."""
+        return cls({vocab[m]: m for m in tokens.CONTROL_TOKENS if type(vocab.get(m)) is int}, decode)
+
+    def id_of(self, marker: str) -> int | None:
+        """The id of `marker`'s special token, or None when the vocabulary has none."""
+        return next((token for token, text in self.by_id.items() if text == marker), None)
 
     def align(self, text: str, ids: Sequence[int],
               carry: Sequence[int] = ()) -> tuple[str, tuple[int, ...], Sequence[int]]:

@@ -311,7 +311,8 @@ def test_conformance_export_onto_a_file(files, capsys):
 
 def test_fuzz_target_that_dies():
     result = run("fuzz", "--examples", "3", "--target", "exit 3")
-    assert_clean(result, "the --target command 'exit 3' stopped reading its input", codes=(2,))
+    assert_clean(result, "the --target command 'exit 3' answered no request: crash: the target exited with status 3",
+                 codes=(2,))
     assert "DISAGREE" in result.stdout
 
 

@@ -185,3 +185,29 @@ def test_text_compares_without_the_grammars_whitespace_only(character):
     assert categorize({"calls": [], "text": "a" + character}, {"calls": [], "text": "a"}) == "text"
     assert categorize({"calls": [], "text": character + "a"}, {"calls": [], "text": "a"}) == "text"
     assert categorize({"calls": [], "text": " \t\r\na \n"}, {"calls": [], "text": "a"}) is None
+
+
+# --- fuzz --target talks through the same client --------------------------------------------------
+def test_fuzz_against_a_target_that_hangs_or_floods_reports_it_and_ends(tmp_path):
+    from gemma4_lark.fuzz import run_campaign
+    from gemma4_incremental import StreamParser
+
+    # answers once, then hangs (and hangs at once when started again): a request after the first is
+    # a timeout, and the target is started again for the next
+    report = run_campaign(StreamParser, examples=30, target=hostile("once", tmp_path / "answered"), timeout=0.2,
+                          startup=0.5)
+    assert not report.ok
+    assert any("timeout: no answer in" in finding.detail for finding in report.findings), report.findings
+    # an answer line that never ends is a protocol failure at a bounded length, not a read forever
+    report = run_campaign(StreamParser, examples=3, target=hostile("flood"), timeout=5, startup=5)
+    assert any("protocol: an answer line longer than" in finding.detail for finding in report.findings), \
+        report.findings
+
+
+def test_fuzz_against_a_target_that_never_answers_is_a_usage_error():
+    from gemma4_lark.conformance.target import TargetDoesNotRun
+    from gemma4_lark.fuzz import run_campaign
+    from gemma4_incremental import StreamParser
+
+    with pytest.raises(TargetDoesNotRun, match="crash: the target exited with status 3"):
+        run_campaign(StreamParser, examples=3, target="exit 3", timeout=1, startup=1)

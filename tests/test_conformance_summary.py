@@ -5,6 +5,7 @@ import io
 import sys
 
 from gemma4_lark.cli import main
+from gemma4_lark.conformance import target
 from gemma4_lark.conformance.summary import NAMED_CASES, NUMBER_WRITING, difference, summary
 from gemma4_incremental import conformance
 from test_conformance_hostile import hostile
@@ -54,7 +55,7 @@ def test_the_summary_shows_each_kind_with_an_example_names_the_cases_and_notes_n
 
 
 def test_a_run_says_how_far_it_is_and_that_it_waits(tmp_path, monkeypatch):
-    monkeypatch.setattr(conformance, "_WAIT_STEP", 0.1)  # said every tenth of a second of silence, not every second
+    monkeypatch.setattr(target, "_WAIT_STEP", 0.1)  # said every tenth of a second of silence, not every second
     said = []
     conformance.run(hostile("once", tmp_path / "answered"), timeout=0.5, generated=0, mutated=0, shrink_seconds=0.1,
                     stop_after_hangs=1, status=said.append)

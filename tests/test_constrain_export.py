@@ -16,7 +16,7 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from gemma4_lark import constrain, fuzz, tokens
+from gemma4_lark import constrain, strategies, tokens
 from gemma4_lark.errors import GemmaSyntaxError
 from gemma4_lark.parser import parse_call, parse_output_document
 
@@ -89,21 +89,21 @@ def assert_agrees(matcher: Matcher, text: str):
 # --- accepted: what the parser accepts ----------------------------------------------------------
 @pytest.mark.parametrize("engine", ["llguidance", "gbnf"])
 @SETTINGS
-@given(block=fuzz.canonical_calls())
+@given(block=strategies.canonical_calls())
 def test_canonical_calls_accepted(call_matchers, engine, block):
     assert call_matchers[engine].accepts(block), block
 
 
 @pytest.mark.parametrize("engine", ["llguidance", "gbnf"])
 @SETTINGS
-@given(block=fuzz.grammar_text("call_block"))
+@given(block=strategies.grammar_text("call_block"))
 def test_grammar_generated_blocks_accepted(call_matchers, engine, block):
     assert strict(block) in (None, (True, None))
     assert call_matchers[engine].accepts(block), block
 
 
 @SETTINGS
-@given(block=fuzz.grammar_text("call_block"))
+@given(block=strategies.grammar_text("call_block"))
 def test_lark_export_parses_grammar_generated_blocks(call_lark, block):
     call_lark.parse(block)
 
@@ -126,7 +126,7 @@ def test_markers_inside_strings_as_special_tokens(call_matchers, engine, block):
 @SETTINGS
 @given(data=st.data())
 def test_mutants_agree_with_parse_call(call_matchers, engine, data):
-    text = data.draw(fuzz.mutated(data.draw(fuzz.canonical_calls())))
+    text = data.draw(strategies.mutated(data.draw(strategies.canonical_calls())))
     assert_agrees(call_matchers[engine], text)
 
 
@@ -213,7 +213,7 @@ def output_matcher(output_matchers):
 
 @pytest.mark.parametrize("engine", ["llguidance", "gbnf"])
 @SETTINGS
-@given(text=fuzz.canonical_streams())
+@given(text=strategies.canonical_streams())
 def test_output_accepts_canonical_streams(output_matchers, engine, text):
     assert output_ok(text)
     assert output_matchers[engine].accepts(text), text
@@ -225,7 +225,7 @@ def test_output_accepts_canonical_streams(output_matchers, engine, text):
 @SETTINGS
 @given(data=st.data())
 def test_output_mutants_agree_with_parse_output_document(output_matchers, engine, data):
-    text = data.draw(fuzz.mutated(data.draw(fuzz.canonical_streams())))
+    text = data.draw(strategies.mutated(data.draw(strategies.canonical_streams())))
     ok = output_ok(text)
     assert output_matchers[engine].accepts(text) == ok, text
 
@@ -251,8 +251,8 @@ def _marker_prefix_in_text(text):
 @settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_output_lark_export_refuses_what_the_parser_refuses(data):
-    text = data.draw(fuzz.canonical_streams())
-    mutant = data.draw(fuzz.mutated(text))
+    text = data.draw(strategies.canonical_streams())
+    mutant = data.draw(strategies.mutated(text))
     assert output_ok(mutant) or not _lark_parses(mutant), mutant
 
 
@@ -261,7 +261,7 @@ def test_output_lark_export_refuses_what_the_parser_refuses(data):
 def test_output_lark_export_takes_canonical_turns(data):
     """Every canonical turn whose free text holds no `<|` but in markers (the documented limit of
     the Lark export: docs/constrained-decoding.md; the test below pins it)."""
-    text = data.draw(fuzz.canonical_streams())
+    text = data.draw(strategies.canonical_streams())
     if not _marker_prefix_in_text(text):
         assert _lark_parses(text), text
 

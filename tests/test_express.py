@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from gemma4_incremental import StreamParser, express, parse_output
 from gemma4_incremental.output import collect
-from gemma4_lark import fuzz, tokens
+from gemma4_lark import strategies, tokens
 from gemma4_lark.possessive import POSSESSIVE
 from timing import Guard, guard_tests
 
@@ -136,7 +136,7 @@ _SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=list
 
 
 @_SETTINGS
-@given(text=fuzz.canonical_streams(), strict=st.booleans())
+@given(text=strategies.canonical_streams(), strict=st.booleans())
 def test_canonical_outputs(text, strict):
     _check(text, strict=strict)
 
@@ -144,8 +144,8 @@ def test_canonical_outputs(text, strict):
 @_SETTINGS
 @given(data=st.data(), strict=st.booleans())
 def test_mutated_outputs(data, strict):
-    text = data.draw(fuzz.canonical_streams())
-    _check(data.draw(fuzz.mutated(text)), strict=strict)
+    text = data.draw(strategies.canonical_streams())
+    _check(data.draw(strategies.mutated(text)), strict=strict)
 
 
 @_SETTINGS

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import gemma4_lark as g
-from gemma4_lark import fastpath, fuzz, marker_search, tokens
+from gemma4_lark import fastpath, marker_search, strategies, tokens
 from gemma4_lark.parser import DEFAULT_MAX_DEPTH, parse_from
 from conftest import needs_accelerators
 from timing import Guard, guard_tests
@@ -210,16 +210,16 @@ def test_the_depth_limit_is_the_lalr_paths():
 
 
 @settings(max_examples=400)
-@given(call=fuzz.calls())
+@given(call=strategies.calls())
 def test_canonical_blocks(call):
-    _check_every_mode(fuzz.canonical_call(*call))
+    _check_every_mode(strategies.canonical_call(*call))
 
 
 @settings(max_examples=800)
 @given(data=st.data())
 def test_mutated_blocks(data):
-    text = fuzz.canonical_call(*data.draw(fuzz.calls()))
-    _check_every_mode(data.draw(fuzz.mutated(text)), max_depth=data.draw(st.sampled_from([2, 3, DEFAULT_MAX_DEPTH])))
+    text = strategies.canonical_call(*data.draw(strategies.calls()))
+    _check_every_mode(data.draw(strategies.mutated(text)), max_depth=data.draw(st.sampled_from([2, 3, DEFAULT_MAX_DEPTH])))
 
 
 # The structure's tokens and the characters where JSON and the grammar part ways.
@@ -238,7 +238,7 @@ def test_hostile_blocks(pieces, name, depth):
 
 
 @settings(max_examples=200)
-@given(text=fuzz.grammar_text("call_block"))
+@given(text=strategies.grammar_text("call_block"))
 def test_grammar_generated_blocks(text):
     _check_every_mode(text)
 

@@ -15,7 +15,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis.errors import FailedHealthCheck
 
 from conftest import REPO
-from gemma4_lark import fuzz
+from gemma4_lark import strategies
 from gemma4_lark.cli import main
 
 GUIDE = REPO / "docs" / "guide.md"
@@ -49,7 +49,7 @@ def test_a_guide_session_prints_what_the_guide_shows(session, tmp_path, monkeypa
 
 def _slow_calls():
     """Calls drawn as slowly as a loaded 2-core machine draws them, and slower."""
-    return fuzz.calls().map(lambda call: (time.sleep(0.15), call)[1])
+    return strategies.calls().map(lambda call: (time.sleep(0.15), call)[1])
 
 
 @pytest.fixture
@@ -72,13 +72,13 @@ def test_fuzz_settings_keep_a_slow_draw_from_failing_the_run(hypothesis_defaults
     with pytest.raises(FailedHealthCheck):  # what the guide's example met, 1 run in 13
         plain()
 
-    @fuzz.settings(max_examples=10)
+    @strategies.settings(max_examples=10)
     @given(_slow_calls())
     def steady(call):
         pass
 
     steady()
-    assert HealthCheck.too_slow in fuzz.settings().suppress_health_check and fuzz.settings().deadline is None
+    assert HealthCheck.too_slow in strategies.settings().suppress_health_check and strategies.settings().deadline is None
 
 
 def test_the_guide_fuzz_example_runs_with_the_steady_settings(hypothesis_defaults):

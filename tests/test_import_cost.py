@@ -40,3 +40,25 @@ def test_the_serving_path_loads_lark_only_for_a_block_the_fast_path_leaves():
         gemma4_lark.parse_call('<|tool_call>call:f{a:1,,}<tool_call|>')
     except gemma4_lark.GemmaSyntaxError as exc:
         assert int(pos) == exc.pos
+
+
+_NO_HYPOTHESIS = r"""
+import sys
+import gemma4_lark, gemma4_incremental
+import gemma4_lark.fuzz, gemma4_incremental.openai, gemma4_incremental.integrations.base
+import runpy
+sys.argv = ["gemma4-lark", "--help"]
+try:
+    runpy.run_module("gemma4_lark", run_name="__main__")
+except SystemExit:
+    pass
+print(sorted(name for name in sys.modules if name.split(".")[0] == "hypothesis"))
+"""
+
+
+def test_the_library_and_the_cli_load_no_hypothesis():
+    # hypothesis is a test dependency: only gemma4_lark.strategies imports it, and only the fuzz
+    # campaign (when it runs) and tests import that
+    result = subprocess.run([sys.executable, "-c", _NO_HYPOTHESIS], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[]", result.stdout[-2000:]

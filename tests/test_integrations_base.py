@@ -10,6 +10,7 @@ from gemma4_incremental.integrations.base import (
     MarkerIds, ThoughtGate, ToolCallDeltas, extract_calls, merge_chunks, split_reasoning, stream_parser_options,
 )
 from gemma4_incremental.openai import to_openai_message
+from gemma4_incremental.token_ids import TokenMarkers
 from gemma4_lark import tokens
 from gemma4_lark.tools import ShapeError
 
@@ -202,6 +203,22 @@ def test_marker_ids_answer_on_token_ids():
     assert ids.stripped("<|tool_call>call", [call, T]) is None
     with pytest.raises(ValueError, match="not a Gemma 4 tokenizer"):
         MarkerIds.from_vocab({"<s>": 1})
+
+
+def test_marker_ids_are_read_from_the_stream_parsers_map():
+    # one map of a tokenizer's control tokens to their ids: the reasoning checks read it too
+    class Tokenizer:
+        def convert_tokens_to_ids(self, token):
+            return VOCAB.get(token, 0)
+
+        def decode(self, ids, skip_special_tokens=False):
+            return "".join({i: m for m, i in VOCAB.items()}.get(i, "?") for i in ids)
+
+    markers = TokenMarkers.from_tokenizer(Tokenizer())
+    assert markers.by_id == TokenMarkers.from_vocab(VOCAB).by_id
+    assert MarkerIds.of(markers) == MarkerIds.from_vocab(VOCAB)
+    assert markers.id_of(tokens.CHANNEL_OPEN) == MarkerIds.of(markers).channel_open == VOCAB[tokens.CHANNEL_OPEN]
+    assert TokenMarkers.from_vocab({}).id_of(tokens.CHANNEL_OPEN) is None
 
 
 @settings(max_examples=60, deadline=None)

@@ -19,7 +19,7 @@ import lark
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from gemma4_lark import fuzz, grammar, tokens
+from gemma4_lark import grammar, strategies, tokens
 from gemma4_lark.parser import DEFAULT_MAX_DEPTH, block_parser, document_parser, lossless_parser
 from gemma4_lark.values import DepthExceeded, IntegerTooLong, NumberOutOfRange, ParseState, current
 
@@ -94,7 +94,7 @@ _SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow]
 
 @functools.lru_cache(maxsize=None)
 def _generated(start: str) -> st.SearchStrategy:
-    return fuzz.grammar_text(start)  # (builds the grammar: once per start rule, not per example)
+    return strategies.grammar_text(start)  # (builds the grammar: once per start rule, not per example)
 
 
 @pytest.mark.parametrize("start", grammar.BLOCK_STARTS + grammar.DOCUMENT_STARTS)
@@ -104,13 +104,13 @@ def test_grammar_generated_input(start, data):
     text = data.draw(_generated(start))
     _check(text, start, before=data.draw(st.sampled_from(["", "x", "\n\n<|tool_call>"])))
     if data.draw(st.booleans()):  # and the same text, mutated: mostly rejected, somewhere
-        _check(data.draw(fuzz.mutated(text)), start)
+        _check(data.draw(strategies.mutated(text)), start)
 
 
 @_SETTINGS
-@given(call=fuzz.calls(), max_depth=st.sampled_from([1, 2, 3, DEFAULT_MAX_DEPTH]))
+@given(call=strategies.calls(), max_depth=st.sampled_from([1, 2, 3, DEFAULT_MAX_DEPTH]))
 def test_canonical_calls(call, max_depth):
-    text = fuzz.canonical_call(*call)
+    text = strategies.canonical_call(*call)
     _check(text, "call_block", max_depth=max_depth)
     _check(text[len(tokens.TOOL_CALL_OPEN) + len(tokens.CALL_KEYWORD) + len(call[0]):-len(tokens.TOOL_CALL_CLOSE)],
            "value_document", max_depth=max_depth)
@@ -120,10 +120,10 @@ def test_canonical_calls(call, max_depth):
 @given(data=st.data())
 def test_mutated_calls_and_outputs(data):
     if data.draw(st.booleans()):
-        text, start = fuzz.canonical_call(*data.draw(fuzz.calls())), "call_block"
+        text, start = strategies.canonical_call(*data.draw(strategies.calls())), "call_block"
     else:
-        text, start = data.draw(fuzz.canonical_streams()), "model_output"
-    _check(data.draw(fuzz.mutated(text)), start, max_depth=data.draw(st.sampled_from([2, DEFAULT_MAX_DEPTH])))
+        text, start = data.draw(strategies.canonical_streams()), "model_output"
+    _check(data.draw(strategies.mutated(text)), start, max_depth=data.draw(st.sampled_from([2, DEFAULT_MAX_DEPTH])))
 
 
 # The characters where the lexers' states, the keywords and the limits part ways.

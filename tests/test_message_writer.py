@@ -13,7 +13,7 @@ from gemma4_incremental import StreamParser
 from gemma4_incremental.message_writer import OpenAIMessageWriter
 from gemma4_incremental.openai import to_openai_message
 from gemma4_incremental.output import collect
-from gemma4_lark import fuzz
+from gemma4_lark import strategies
 from gemma4_lark.cli import main
 
 from stream_helpers import counter_ids
@@ -61,8 +61,8 @@ def test_the_message_is_written_as_json_dumps_writes_it(text, start_in_thinking)
 
 @given(st.data())
 def test_random_streams_are_written_as_json_dumps_writes_them(data):
-    text = data.draw(fuzz.canonical_streams() | fuzz.canonical_streams().flatmap(fuzz.mutated))
-    events = _events(text, data.draw(fuzz.chunked(text)))
+    text = data.draw(strategies.canonical_streams() | strategies.canonical_streams().flatmap(strategies.mutated))
+    events = _events(text, data.draw(strategies.chunked(text)))
     assert _written(events) == _expected(events)
 
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from gemma4_incremental import StreamParser, parse_output
 from gemma4_incremental.openai import OpenAIStream, to_openai_message
-from gemma4_lark import fuzz
+from gemma4_lark import strategies
 from gemma4_lark.render.official import render_chat
 
 from stream_helpers import counter_ids
@@ -165,7 +165,7 @@ def test_whole_mode_sends_nothing_of_a_failed_block_as_a_call():
 
 def test_whole_mode_sends_arguments_in_one_fragment_at_the_end():
     arguments = {"text": "x" * 200, "n": [1, 2.5, None, True]}
-    text = fuzz.canonical_call("f", arguments)
+    text = strategies.canonical_call("f", arguments)
     chunks = stream_chunks(sizes(text, 1), {"stream_arguments": False})
     assert call_fragments(chunks) == {0: ["", json.dumps(arguments)]}
 
@@ -226,8 +226,8 @@ def test_omp_stream_cases_accumulate_to_the_message_and_to_omps_calls(options):
 @settings(max_examples=150, deadline=None)
 @given(st.data(), st.sampled_from(MODES))
 def test_random_streams_accumulate_to_the_message(data, options):
-    text = data.draw(fuzz.canonical_streams() | fuzz.canonical_streams().flatmap(fuzz.mutated))
-    pieces = data.draw(fuzz.chunked(text))
+    text = data.draw(strategies.canonical_streams() | strategies.canonical_streams().flatmap(strategies.mutated))
+    pieces = data.draw(strategies.chunked(text))
     check(text, pieces, options)
 
 
@@ -303,11 +303,11 @@ def sent_after_each_piece(pieces, **parser_options):
 
 
 @settings(max_examples=200, deadline=None)
-@given(fuzz.calls(), st.data())
+@given(strategies.calls(), st.data())
 def test_streamed_arguments_are_always_a_prefix_of_the_final_json_and_end_equal_to_it(call, data):
     name, arguments = call
-    text = fuzz.canonical_call(name, arguments)
-    pieces = data.draw(fuzz.chunked(text))
+    text = strategies.canonical_call(name, arguments)
+    pieces = data.draw(strategies.chunked(text))
     history = sent_after_each_piece(pieces)
     final = json.dumps(arguments, ensure_ascii=False)
     assert history[-1] == final and json.loads(final) == arguments
@@ -380,7 +380,7 @@ def test_long_calls_arrive_in_several_fragments():
     recovered one may be void) with arguments of 64 JSON characters or more comes in pieces."""
     texts = [json.loads(p.read_text(encoding="utf-8"))["text"] for p in STREAMS]
     texts += [case["text"] for case in _omp_cases()]
-    texts.append(fuzz.canonical_call("write", {"path": "a.txt", "content": "line\n" * 40, "mode": [1, 2.5]}))
+    texts.append(strategies.canonical_call("write", {"path": "a.txt", "content": "line\n" * 40, "mode": [1, 2.5]}))
     long_calls = 0
     for text in texts:
         clean = {c.id for c in parse_output(text, id_factory=counter_ids()).calls if not c.recovered}

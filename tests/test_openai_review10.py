@@ -53,7 +53,7 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st  
 
 from gemma4_incremental import parse_output  # noqa: E402
 from gemma4_incremental.openai import to_openai_message  # noqa: E402
-from gemma4_lark import fuzz, tokens  # noqa: E402
+from gemma4_lark import strategies, tokens  # noqa: E402
 from fuzz import strategies as hostile  # noqa: E402
 
 from stream_helpers import counter_ids  # noqa: E402
@@ -66,12 +66,12 @@ OPTIONS = [{}, {"tools": TOOLS}, {"tools": TOOLS, "tool_choice": "required"}, {"
            {"tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "f"}}},
            {"start_in_thinking": True}, {"max_block_chars": 40}, {"max_block_chars": 60, "tools": TOOLS}, {"max_depth": 3}]
 _NAMED_CALLS = st.tuples(st.sampled_from(["get_weather", "f", "undeclared"]), st.dictionaries(
-    st.sampled_from(["location", "days", "a", "b", "zz"]), fuzz.values(), max_size=4)).map(lambda c: fuzz.canonical_call(*c))
+    st.sampled_from(["location", "days", "a", "b", "zz"]), strategies.values(), max_size=4)).map(lambda c: strategies.canonical_call(*c))
 _ODD_BLOCKS = st.sampled_from([
     '<|tool_call>call:get_weather{location:Paris,days:3}<tool_call|>', '<|tool_call>call:f{b:[1,2,x],a:1}<tool_call|>',
     '<|tool_call>call:f{a:Tokyo<|"|>}<tool_call|>', '<|tool_call>call:f{a:1.}<tool_call|>',
     '<|tool_call>call:f{a:<|"|>cut', '<|tool_call>call:f{a:1,a:2}<tool_call|>', "<turn|>", '<|"|>', "<channel|>"])
-OUTPUTS = st.lists(st.one_of(_NAMED_CALLS, _ODD_BLOCKS, hostile.splice(), fuzz.canonical_streams()),
+OUTPUTS = st.lists(st.one_of(_NAMED_CALLS, _ODD_BLOCKS, hostile.splice(), strategies.canonical_streams()),
                    min_size=1, max_size=5).map("".join)
 
 

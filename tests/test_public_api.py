@@ -57,9 +57,10 @@ def _taught_names(page: str) -> set[tuple[str, str, object]]:
     return taught
 
 
-# The guide's fuzzing tools, imported from their modules on purpose: `fuzz` needs hypothesis (a
-# test extra, which `import gemma4_lark` never loads) and `reference` is the independent oracle.
-_TOOLING = {"fuzz", "read_call"}
+# The guide's fuzzing tools, imported from their modules on purpose: `strategies` needs hypothesis
+# (a test extra, which `import gemma4_lark` never loads), `fuzz` runs the campaign with them, and
+# `reference` is the independent oracle.
+_TOOLING = {"fuzz", "strategies", "read_call"}
 
 
 @pytest.mark.parametrize("page", ["README.md", "docs/guide.md"])

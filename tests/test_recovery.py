@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 import gemma4_lark as g
 from gemma4_incremental import StreamParser, parse_output
-from gemma4_lark import fuzz, recovery
+from gemma4_lark import recovery, strategies
 from gemma4_lark.recovery import decode_call
 
 from conftest import shared_cases
@@ -38,15 +38,15 @@ def test_recovery_is_independent_of_the_grammar():
 
 
 # --- on the language: what the grammar reads ------------------------------------------------------
-@given(fuzz.calls())
+@given(strategies.calls())
 def test_decode_call_agrees_with_parse_call_on_canonical_calls(name_arguments):
-    block = fuzz.canonical_call(*name_arguments)
+    block = strategies.canonical_call(*name_arguments)
     decoded = decode_call(block)
     assert decoded.call == g.parse_call(block) and decoded.diagnostics == []
 
 
 @settings(max_examples=100)
-@given(fuzz.grammar_text("call_block"))
+@given(strategies.grammar_text("call_block"))
 def test_decode_call_agrees_with_parse_call_on_grammar_generated_blocks(block):
     assert decode_call(block).call == g.parse_call(block)
 
@@ -84,8 +84,8 @@ def test_rejected_block_is_recovered_with_the_grammar_error_attached():
 
 @given(st.data())
 def test_mutated_streams_tile(data):
-    text = data.draw(fuzz.mutated(data.draw(fuzz.canonical_streams())))
-    chunks = data.draw(fuzz.chunked(text))
+    text = data.draw(strategies.mutated(data.draw(strategies.canonical_streams())))
+    chunks = data.draw(strategies.chunked(text))
     for options in ({}, {"start_in_thinking": True}, {"parse_thinking": False}):
         assert_tiles(run(chunks, StreamParser, **options), text)
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from gemma4_incremental import StreamParser
-from gemma4_lark import fuzz, tokens
+from gemma4_lark import fuzz, strategies, tokens
 from gemma4_lark.reference import ReferenceScanner
 
 from conftest import shared_cases
@@ -51,19 +51,19 @@ def assert_agree(text, data, small=False):
 
 
 @settings(max_examples=40)
-@given(fuzz.canonical_streams(), st.data())
+@given(strategies.canonical_streams(), st.data())
 def test_canonical_streams(text, data):
     assert_agree(text, data)
 
 
 @settings(max_examples=60)
-@given(fuzz.edge_streams(), st.data())
+@given(strategies.edge_streams(), st.data())
 def test_edge_streams(text, data):
     assert_agree(text, data)
 
 
 @settings(max_examples=50)
-@given(fuzz.canonical_streams().flatmap(fuzz.mutated), st.data())
+@given(strategies.canonical_streams().flatmap(strategies.mutated), st.data())
 def test_mutated_streams(text, data):
     assert_agree(text, data)
 
@@ -75,7 +75,7 @@ def test_hostile_streams(text, data):
 
 
 @settings(max_examples=60)
-@given(fuzz.bounded_streams(), st.data())
+@given(strategies.bounded_streams(), st.data())
 def test_streams_at_their_bounds(text, data):
     """Few small blocks against small `max_block_chars` and `max_depth`: `too-large` and
     `too-deep` at and around the limits."""

@@ -18,7 +18,7 @@ from hypothesis import given, settings, strategies as st
 import gemma4_incremental._block_jump as stream
 from gemma4_incremental._machine import StreamMachine
 from gemma4_incremental import StreamParser
-from gemma4_lark import fastpath, fuzz, tokens
+from gemma4_lark import fastpath, strategies, tokens
 from gemma4_lark.possessive import POSSESSIVE
 from conftest import needs_accelerators
 from timing import Guard, guard_tests
@@ -91,15 +91,15 @@ def test_blocks_of_block_pieces(blocks, sizes):
 @settings(max_examples=300)
 @given(data=st.data(), strict=st.booleans())
 def test_canonical_and_mutated_streams(data, strict):
-    text = data.draw(fuzz.canonical_streams())
+    text = data.draw(strategies.canonical_streams())
     if data.draw(st.booleans()):
-        text = data.draw(fuzz.mutated(text))
+        text = data.draw(strategies.mutated(text))
     sizes = data.draw(st.none() | st.lists(st.integers(1, 200), min_size=1, max_size=3))
     _same(text, sizes, strict=strict)
 
 
 @settings(max_examples=150)
-@given(text=fuzz.grammar_text("model_output"))
+@given(text=strategies.grammar_text("model_output"))
 def test_grammar_generated_outputs(text):
     _same(text)
     _same(text, strict=True)

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from gemma4_incremental import StreamParser
-from gemma4_lark import fuzz, tokens
+from gemma4_lark import strategies, tokens
 
 D = tokens.STRING_DELIMITER
 CALL = "<|tool_call>call:get_weather{location:" + D + "Tokyo, JP" + D + ",days:3,tags:[" + D + "a" + D + "]}<tool_call|>"
@@ -59,11 +59,11 @@ _OPTIONS = st.fixed_dictionaries({
 @settings(max_examples=300, deadline=None)
 @given(data=st.data(), options=_OPTIONS)
 def test_canonical_and_mutated_streams(data, options):
-    text = data.draw(fuzz.canonical_streams())
+    text = data.draw(strategies.canonical_streams())
     if data.draw(st.booleans()):
-        text = data.draw(fuzz.mutated(text))
+        text = data.draw(strategies.mutated(text))
     _same(_cut(text, data.draw(st.lists(st.integers(1, 12), min_size=1, max_size=3))), **options)
-    _same(data.draw(fuzz.chunked(text)), **options)
+    _same(data.draw(strategies.chunked(text)), **options)
 
 
 # Long `<`-free content in each state: the block's pieces compacted as they pile up, its size

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from gemma4_incremental import ToolCallEnd, ToolCallError, collect
-from gemma4_lark import fuzz, tokens
+from gemma4_lark import strategies, tokens
 from gemma4_lark.render.safety import CONTROL
 
 from stream_helpers import assert_tiles, run, split_every
@@ -75,7 +75,7 @@ def test_no_recovered_call_carries_a_control_token(inside):
 
 
 @settings(max_examples=60, deadline=None)
-@given(before=st.lists(fuzz.canonical_calls(), max_size=2), after=st.lists(fuzz.canonical_calls(), min_size=1, max_size=3),
+@given(before=st.lists(strategies.canonical_calls(), max_size=2), after=st.lists(strategies.canonical_calls(), min_size=1, max_size=3),
        prose=st.sampled_from(["", " ", "\n", "tail"]), size=st.integers(1, 40))
 def test_property_calls_after_an_unclosed_string_are_calls(before, after, prose, size):
     """Whatever calls stand before and after a block whose string never closes, every one of them is

@@ -15,7 +15,8 @@ from .. import tokens
 from ..render.values import dump_value
 
 _D = tokens.STRING_DELIMITER
-_MARKERS = list(tokens.CONTROL_TOKENS) + ["call:", "{", "}", "[", "]", ",", ":", '"', "'", "\n", "<|", "|>", " "]
+_MARKERS = list(tokens.CONTROL_TOKENS) + [
+    tokens.CALL_KEYWORD, "{", "}", "[", "]", ",", ":", '"', "'", "\n", "<|", "|>", " "]
 _STRING_PIECES = ["a", "Tokyo, JP", " ", "\n", "{", "}", "[", "]", ":", ",", "<", "|>", "}<tool_call|>", "日本", "é",
                   '"', "\\n", "null", "1", "x y"]
 _PROSE_PIECES = ["Let me check.", " ", "\n", "The answer is 42", ".", "a < b", "{not a block}", "see <|", "é", "ok"]

@@ -16,6 +16,7 @@ import sys
 
 from gemma4_lark.grammar import whitespace
 from gemma4_lark.error_base import Gemma4Error
+from gemma4_lark.tokens import TOOL_CALL_OPEN
 
 GRAMMAR_WHITESPACE = whitespace()  # the grammar's WS terminal
 
@@ -32,7 +33,7 @@ CATEGORIES = {
     "protocol": "an answer that is not a JSON object of the protocol's shape",
 }
 
-CALL_OPEN = "<|tool_call>"
+CALL_OPEN = TOOL_CALL_OPEN
 
 
 class ProtocolError(ValueError, Gemma4Error):

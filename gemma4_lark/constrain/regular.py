@@ -25,17 +25,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .._compat import sre_constants, sre_parse
 from .ir import (
     MAX_CODE_POINT, CharClass, Choice, Expr, Literal, Repeat, Seq, char_class, choice, complement_ranges, merge_ranges, seq,
 )
 from ..error_base import Gemma4Error
-
-try:  # Python 3.11+
-    from re import _parser as sre_parse  # type: ignore[attr-defined]
-    from re import _constants as sre_constants  # type: ignore[attr-defined]
-except ImportError:  # Python 3.10
-    import sre_constants  # type: ignore[no-redef]
-    import sre_parse  # type: ignore[no-redef]
 
 MARK = MAX_CODE_POINT + 1
 END = MAX_CODE_POINT + 2

@@ -30,6 +30,7 @@ import lark
 from lark.load_grammar import GrammarBuilder
 
 from .. import grammar as source
+from .._compat import grammar_definitions, ignored_terminal_names
 from .. import tokens
 from . import numbers, regular
 from .ir import Choice, Expr, Grammar, Literal, Ref, Repeat, Seq, Special, char_class, choice, seq
@@ -47,11 +48,11 @@ def _builder() -> GrammarBuilder:
 
 def definitions() -> dict:
     """The grammar's rules and terminals as Lark reads them, before it expands EBNF into BNF."""
-    return _builder()._definitions  # Lark's own reading of the file; its public API offers BNF only
+    return grammar_definitions(_builder())  # Lark's own reading of the file; its public API offers BNF only
 
 
 def _ignored() -> tuple[str, ...]:
-    return tuple(_builder()._ignore_names)
+    return tuple(ignored_terminal_names(_builder()))
 
 
 def _terminal_defs() -> dict:

@@ -10,7 +10,7 @@ import re
 from json.decoder import scanstring as _json_string
 
 from .. import tokens
-from ..diagnostics import Diagnostic, LineIndex
+from ..diagnostics import CODES, Diagnostic, LineIndex
 from ..error_base import Gemma4Error
 from ..schema.lexeme import Scalar
 from .scalars import LITERALS, MAX_INT_DIGITS, looks_numeric, read_number
@@ -466,7 +466,7 @@ class Decoder:
                 if expect_value_for in top:
                     # the last value wins, as in the grammar; the span (from the object's opener)
                     # covers the value it replaces
-                    note("duplicate-key", ("duplicate key `{!s:.40}`: the last value wins", expect_value_for),
+                    note("duplicate-key", (CODES["duplicate-key"].message, expect_value_for),
                          stack[-2 if opened else -1]["start"], end=pos)
                 top[expect_value_for] = value
                 expect_value_for = None

@@ -14,7 +14,7 @@ is exactly the template's.
 from __future__ import annotations
 
 from .. import tokens
-from ..parser import DEFAULT_MAX_DEPTH
+from ..values import DEFAULT_MAX_DEPTH
 from .shapes import ShapeError, check_chat, check_tool_results, expect, read_arguments
 from .safety import Run, UnsafeContentError, check_name, check_policy, guard, guard_run, strip_controls
 from .values import ValueWriter, check_depth, key_bare, key_bare_if_possible, key_quoted, python_number

@@ -16,7 +16,7 @@ import json
 from .. import tokens
 from ..model import ToolCall
 from . import js
-from ..parser import DEFAULT_MAX_DEPTH
+from ..values import DEFAULT_MAX_DEPTH
 from .safety import check_name, check_policy, guard, guard_run
 from .shapes import ShapeError, check_transcript, check_unmatched_policy, expect
 from .values import ValueWriter, key_bare_if_possible

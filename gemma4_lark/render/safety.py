@@ -19,51 +19,15 @@ from __future__ import annotations
 
 import re
 
-from ..grammar import terminal_pattern
+from ..grammar import control_pattern, terminal_pattern
+from ..fields import describe
 from ..tokens import STRING_DELIMITER, TOOL_RESPONSE_OPEN
 from ..error_base import Gemma4Error
 
 UNSAFE_POLICIES = ("error", "strip", "allow")
 
 
-def _balanced(pattern: str, start: int) -> int:
-    """The index of the `)` that closes the group whose body starts at `start` (escapes and
-    character classes skipped)."""
-    depth, i, in_class = 1, start, False
-    while True:
-        c = pattern[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-
-
-def _control_pattern() -> re.Pattern:
-    """What follows `<` in a control token, as TEXT's lookahead says: TEXT stops before
-    `<(?:BODY)`, written as a lookahead after its first `<` check (`(?!<(?:BODY))`)."""
-    text = terminal_pattern("TEXT").pattern
-    head = "(?!<(?:"
-    if head not in text:
-        raise AssertionError("the TEXT terminal no longer has the expected shape; update render/safety.py")
-    start = text.index(head) + len(head)
-    body = text[start:_balanced(text, start)]
-    # TEXT stops at the same tokens it cannot start with: the body stands again in its other lookahead
-    if text.count("<(?:" + body + ")") < 2:
-        raise AssertionError("the TEXT terminal no longer has the expected shape; update render/safety.py")
-    return re.compile("<(?:" + body + ")|" + re.escape(STRING_DELIMITER))
-
-
-CONTROL = _control_pattern()
+CONTROL = control_pattern()
 """A control token of the grammar, or the string delimiter, at the start of a match."""
 
 
@@ -79,16 +43,6 @@ class UnsafeContentError(ValueError, Gemma4Error):
             reason = (f"control token {token} at offset {pos} of {where}: it would be read as structure;"
                       f" pass unsafe='strip' to remove such tokens or unsafe='allow' to keep them")
         super().__init__(reason)
-
-
-def describe(where) -> str:
-    """A field's name. Renderers pass (parent, key) pairs for nested values and only pay for the
-    text when an error needs it."""
-    parts = []
-    while isinstance(where, tuple):
-        where, key = where
-        parts.append(f"[{key}]" if isinstance(key, int) else f".{key}")
-    return str(where) + "".join(reversed(parts))
 
 
 def check_policy(unsafe: str) -> None:

@@ -11,35 +11,8 @@ from __future__ import annotations
 
 import json
 
-from .safety import describe
-from ..error_base import Gemma4Error
-
-
-class ShapeError(ValueError, TypeError, Gemma4Error):
-    """A message or tool of the wrong shape: a field missing or of the wrong type. Both a
-    ValueError and a TypeError, so code that caught either before keeps working. `where` names
-    the field."""
-
-    def __init__(self, where, message: str):
-        self.where = describe(where)
-        super().__init__(f"{self.where}: {message}")
-
-
-_NAMES = {str: "a string", dict: "an object", list: "an array", tuple: "an array", type(None): "null",
-          int: "an integer", float: "a number", bool: "a boolean"}
-
-
-def _kind(value) -> str:
-    return _NAMES.get(type(value), type(value).__name__)
-
-
-def expect(value, kinds: tuple, where, optional: bool = False):
-    """`value` when it is an instance of one of `kinds` (or None, when `optional`); a ShapeError
-    naming `where` otherwise."""
-    if (optional and value is None) or isinstance(value, kinds):
-        return value
-    wanted = " or ".join(dict.fromkeys(_NAMES.get(k, k.__name__) for k in kinds))
-    raise ShapeError(where, f"must be {wanted}{' or null' if optional else ''}, not {_kind(value)}")
+from ..fields import ShapeError, expect, kind_name
+from ..tools import read_tools
 
 
 _TEXT = (str,)
@@ -113,7 +86,7 @@ def decode_arguments(text: str, where) -> dict:
         except json.JSONDecodeError as error:
             raise _not_json_error(where, error) from None
     if not isinstance(value, dict):
-        raise ArgumentsError(where, f"must be a JSON object, not {_kind(value)} (the arguments of a call are"
+        raise ArgumentsError(where, f"must be a JSON object, not {kind_name(value)} (the arguments of a call are"
                                     " an object; a call without arguments has '{}')")
     return value
 
@@ -159,7 +132,7 @@ def _ids_hint(call_ids: dict, wanted) -> str:
     hint = ""
     for known in call_ids:
         if known is not None and str(known) == str(wanted):
-            hint = f" ({wanted!r} is {_kind(wanted)}, the call's id {known!r} is {_kind(known)})"
+            hint = f" ({wanted!r} is {kind_name(wanted)}, the call's id {known!r} is {kind_name(known)})"
             break
     return f"the calls' ids are {shown}{hint}" if call_ids else "its calls have no ids"
 
@@ -273,8 +246,6 @@ def check_chat(messages, tools) -> list | None:
 def read_chat_tools(tools) -> list | None:
     """The tools as `official.render_chat` writes them: read by `tools.read_tools` (OpenAI-wrapped
     or bare function schemas), each as `{"type": "function", "function": SCHEMA}`; None for none."""
-    from ..tools import read_tools  # it builds on this module
-
     if tools is None:
         return None
     read = read_tools(tools)

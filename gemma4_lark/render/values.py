@@ -14,7 +14,7 @@ import math
 from ..grammar import terminal_pattern
 from ..tokens import STRING_DELIMITER
 from .safety import UnsafeContentError, describe, guard, guard_model_string
-from .shapes import ShapeError
+from ..fields import ShapeError
 
 _KEY = terminal_pattern("KEY")
 

@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from gemma4_lark import tokens
 from gemma4_lark.events import ThinkingDelta, ThinkingEnd, ThinkingStart
 from gemma4_lark.family import WrongModelFamilyError
+from gemma4_lark.grammar import whitespace
 from gemma4_lark.schema.registry import compile_tools
 from gemma4_lark.tools import read_tool_choice
 from ..openai import OpenAIStream, to_openai_message
@@ -28,6 +29,7 @@ __all__ = [
     "stream_parser_options", "token_parser",
 ]
 
+_BLANKS = whitespace()
 # The thought opener as the parser reads it: its newline is optional.
 _THOUGHT_HEAD = tokens.THOUGHT_OPEN[:-1]
 # The markers whose token a server that strips special tokens deletes from the text.
@@ -242,7 +244,7 @@ class ThoughtGate:
             text, marks, self._carry = self._markers.align(text, token_ids, self._carry)
         if self._parser is None:
             head = self._head + text
-            rest = head.lstrip(" \t\r\n")
+            rest = head.lstrip(_BLANKS)
             skip = len(head) - len(rest)
             content = head[:skip]
             head_marks = None
@@ -301,7 +303,9 @@ class ThoughtGate:
 @dataclass(frozen=True)
 class MarkerIds:
     """The token ids of the markers in a tokenizer's vocabulary: what the token-level checks of a
-    reasoning parser scan (servers ask them on token ids, not text)."""
+    reasoning parser scan (servers ask them on token ids, not text). Read from the one map of a
+    tokenizer's control tokens to their ids, `token_ids.TokenMarkers`, which the stream parser
+    reads markers by."""
 
     channel_open: int
     channel_close: int
@@ -314,14 +318,22 @@ class MarkerIds:
     def from_vocab(cls, vocab: Mapping[str, int]) -> "MarkerIds":
         """Raises `WrongModelFamilyError` (a ValueError) naming the markers the vocabulary lacks (not a
         Gemma 4 tokenizer)."""
+        return cls.of(TokenMarkers.from_vocab(vocab))
+
+    @classmethod
+    def of(cls, markers: TokenMarkers) -> "MarkerIds":
+        """The ids these checks scan, as `markers` (the stream parser's map of a tokenizer's
+        control tokens) has them. Raises `WrongModelFamilyError` naming the markers it lacks."""
         wanted = _MARKERS + (tokens.TURN_OPEN, tokens.TOOL_RESPONSE_OPEN)
-        missing = [m for m in wanted if m not in vocab]
+        ids = {marker: markers.id_of(marker) for marker in tokens.CONTROL_TOKENS}
+        missing = [m for m in wanted if ids[m] is None]
         if missing:
             raise WrongModelFamilyError(f"the tokenizer has no token for {', '.join(missing)}: not a Gemma 4 tokenizer")
-        return cls(vocab[tokens.CHANNEL_OPEN], vocab[tokens.CHANNEL_CLOSE], vocab[tokens.TOOL_CALL_OPEN],
-                   frozenset((vocab[tokens.TURN_OPEN], vocab[tokens.TOOL_RESPONSE_OPEN])),
-                   {m: vocab[m] for m in _MARKERS},
-                   frozenset(vocab[m] for m in (tokens.TOOL_RESPONSE_OPEN, tokens.TURN_CLOSE, tokens.EOS) if m in vocab))
+        return cls(ids[tokens.CHANNEL_OPEN], ids[tokens.CHANNEL_CLOSE], ids[tokens.TOOL_CALL_OPEN],
+                   frozenset((ids[tokens.TURN_OPEN], ids[tokens.TOOL_RESPONSE_OPEN])),
+                   {m: ids[m] for m in _MARKERS},
+                   frozenset(ids[m] for m in (tokens.TOOL_RESPONSE_OPEN, tokens.TURN_CLOSE, tokens.EOS)
+                             if ids[m] is not None))
 
     def thought_over(self, ids: Sequence[int], expect_thought: bool) -> bool:
         """Whether the output whose token ids end `ids` (a prompt, or a prompt and what followed)

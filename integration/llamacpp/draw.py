@@ -1,5 +1,5 @@
 """Examples of hypothesis strategies outside a test run: the project's own strategies
-(gemma4_lark.fuzz, tests/schema_strategies.py) make the strings, reproducibly from a seed."""
+(gemma4_lark.strategies, tests/schema_strategies.py) make the strings, reproducibly from a seed."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The strings each export is checked on, by source: accept lists (what the parser accepts:
 canonical calls and turns, blocks generated from the grammar, calls the official renderer writes
 from schema-conforming arguments), reject lists (the conformance corpus' invalid blocks and turns,
-calls made wrong in one place), and mutants of every accept-list string (gemma4_lark.fuzz.mutated).
+calls made wrong in one place), and mutants of every accept-list string (gemma4_lark.strategies.mutated).
 Random walks are the fourth source (walks.py); they need the engines, so check.py draws them."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pathlib
 from hypothesis import strategies as st
 from schema_strategies import rendered, values
 
-from gemma4_lark import fuzz, tokens
+from gemma4_lark import strategies, tokens
 from gemma4_lark.render.safety import UnsafeContentError
 
 CORPUS = pathlib.Path(__file__).resolve().parents[2] / "tests" / "conformance"
@@ -49,11 +49,11 @@ def tool_calls(tools: list[dict]) -> st.SearchStrategy:
 
 def accept_lists(scope: str, tools: list[dict] | None) -> dict[str, st.SearchStrategy]:
     if tools is None:
-        blocks = {"canonical calls": fuzz.canonical_calls(), "grammar-generated blocks": fuzz.grammar_text("call_block")}
+        blocks = {"canonical calls": strategies.canonical_calls(), "grammar-generated blocks": strategies.grammar_text("call_block")}
         if scope == "call":
             return blocks
-        return {"canonical streams": st.tuples(fuzz.canonical_streams(), st.sampled_from(("",) + STOPS)).map("".join),
-                "turns": turns(fuzz.canonical_calls())}
+        return {"canonical streams": st.tuples(strategies.canonical_streams(), st.sampled_from(("",) + STOPS)).map("".join),
+                "turns": turns(strategies.canonical_calls())}
     if scope == "call":
         return {"rendered tool calls": tool_calls(tools)}
     return {"turns with tool calls": turns(tool_calls(tools))}
@@ -112,5 +112,5 @@ def with_mutants(strategy: st.SearchStrategy) -> st.SearchStrategy:
     @st.composite
     def both(draw):
         text = draw(strategy)
-        return text, [draw(fuzz.mutated(text)) for _ in range(MUTANTS)]
+        return text, [draw(strategies.mutated(text)) for _ in range(MUTANTS)]
     return both()
