@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 GROWTH = 16
 MAX_RATIO = 48.0  # linear: 16 (up to ~24 with cache effects); quadratic: 256
-MIN_TIME = 0.004  # seconds: the small run is doubled until it takes this long
+MIN_TIME = 0.002  # seconds: the small run is doubled until it takes this long
 ATTEMPTS = 3  # a ratio over the bound is measured again, up to this many times in all
 
 
