@@ -22,7 +22,8 @@ pytest.importorskip("llguidance")
 from constrain_llg import accepts  # noqa: E402
 
 from gemma4_lark import constrain  # noqa: E402
-from gemma4_lark.constrain.dialects import refs, to_llguidance  # noqa: E402
+from gemma4_lark.constrain._analysis import refs  # noqa: E402
+from gemma4_lark.constrain.dialects import to_llguidance  # noqa: E402
 from gemma4_lark.constrain.schema import SchemaError, tool_call_rules  # noqa: E402
 from gemma4_lark.tools import read_tool_choice, read_tools  # noqa: E402
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from gemma4_lark import constrain
 from gemma4_lark.constrain import dialects, numbers, regular, translate
-from gemma4_lark.constrain.dialects import _Automata
+from gemma4_lark.constrain._automata import Automata
 from gemma4_lark.constrain.ir import Grammar, Ref
 from gemma4_lark.errors import GemmaSyntaxError
 from gemma4_lark.grammar import BLOCK_STARTS
@@ -92,7 +92,7 @@ def _derived(name: str):
 
 def _dfas(*exprs):
     rules = {f"r{i}": e for i, e in enumerate(exprs)}
-    automata = _Automata(Grammar("r0", rules))
+    automata = Automata(Grammar("r0", rules))
     trees = [automata.tree(Ref(n)) for n in rules]
     classes = set()
     for t in trees:

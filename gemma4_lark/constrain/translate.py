@@ -537,7 +537,7 @@ def with_call_block(g: Grammar, call_block: Grammar) -> Grammar:
     rules = dict(g.rules)
     rules[name] = Ref(call_block.start)
     rules.pop(call_block.start, None)
-    from .dialects import reachable
+    from ._analysis import reachable
 
     kept = {n: rules[n] for n in reachable(Grammar(g.start, {**rules, **{call_block.start: Literal("")}}))
             if n != call_block.start}
