@@ -2,9 +2,9 @@
 
 Nothing here restates the format. The rules come from the loaded grammar's own definitions (Lark's
 EBNF trees), the terminals from their patterns, and each terminal's language from
-`regular.token_language`, which reads the pattern the way Lark's lexer runs it (look-arounds,
-lazy repetitions) in the context the parser's tables give it (what can follow it). What an engine
-needs on top is done once, here:
+`_token_language.token_language`, which reads the pattern the way Lark's lexer runs it
+(look-arounds, lazy repetitions) in the context the parser's tables give it (what can follow it).
+What an engine needs on top is done once, here:
 
 - Markers are special tokens: a terminal whose text is one of Gemma's markers
   (`tokens.CONTROL_TOKENS`) becomes a `Special`, and a terminal whose every string starts or ends
@@ -31,7 +31,7 @@ from lark.load_grammar import GrammarBuilder
 
 from .. import grammar as source
 from .. import tokens
-from . import numbers, regular
+from . import _token_language, numbers, regular
 from .ir import Choice, Expr, Grammar, Literal, Ref, Repeat, Seq, Special, char_class, choice, seq
 from .regular import CannotDerive
 
@@ -101,7 +101,7 @@ def _follow_tree(name: str, starts: tuple[str, ...]):
             continue
         options.append(_strip_lookarounds(regular.from_pattern(defs[other].pattern.value, defs[other].pattern.flags)
                                           if defs[other].pattern.type == "re" else regular.literal(defs[other].pattern.value)))
-    anything = regular.star(regular.rset(regular._ALL))
+    anything = regular.star(regular.rset(regular.ALL))
     skip = [i for i in ignored if defs[name].priority <= i.priority]
     follow = regular.cat(regular.alt(*options), anything) if options else None
     if follow is not None and skip:
@@ -137,7 +137,7 @@ def terminal_language(name: str, starts: tuple[str, ...]):
     """The automaton of the strings the lexer takes for terminal `name` where the parser for
     `starts` expects it."""
     term = _terminal_defs()[name]
-    return regular.token_language(term.pattern.value, term.pattern.flags, _follow_tree(name, starts))
+    return _token_language.token_language(term.pattern.value, term.pattern.flags, _follow_tree(name, starts))
 
 
 def terminal_text(name: str, starts: tuple[str, ...]) -> tuple[str, Expr, str]:
@@ -325,7 +325,7 @@ def _all_start_with(dfa, marker: str) -> bool:
 def _all_end_with(dfa, marker: str) -> bool:
     """Every string of `dfa` ends with `marker`: the strings that do not are none."""
     alphabet = dfa.alphabet
-    not_ending = regular.to_dfa(regular.cat(regular.star(regular.rset(regular._TEXT)), regular.literal(marker)), alphabet)
+    not_ending = regular.to_dfa(regular.cat(regular.star(regular.rset(regular.TEXT)), regular.literal(marker)), alphabet)
     others = regular.DFA(alphabet, not_ending.trans, frozenset(range(len(not_ending.trans))) - not_ending.accept)
     return regular.is_empty(regular.intersect(dfa, others)) and not regular.is_empty(dfa)
 
