@@ -96,13 +96,17 @@ def strong_components(edges: dict[str, list[str]]) -> list[list[str]]:
                 if target in on_stack:
                     low[name] = min(low[name], low[target])
             if low[name] == index[name]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == name:
-                        break
-                out.append(component)
+                out.append(_pop_component(name, stack, on_stack))
     return out
+
+
+def _pop_component(root: str, stack: list[str], on_stack: set[str]) -> list[str]:
+    """The component whose first-visited rule is `root`: the stack down to it, taken off."""
+    component = []
+    while True:
+        member = stack.pop()
+        on_stack.discard(member)
+        component.append(member)
+        if member == root:
+            return component
 

@@ -187,52 +187,64 @@ class Automata:
         for n in followers:
             if n[0] == "sp":
                 continue
-            (db, live_b), (dn, live_n) = (self.dfa(u, classes) for u in (b, n))
-            alphabet = self.alphabets[classes]
-            atoms = range(len(alphabet.atoms))
-            # phase 1: `a` and `b` side by side until `a` is complete
-            after_a = set()
-            if a[0] == "lit":  # one path: `b` read along it (no automaton for each literal)
-                qb = db.start
-                for ch in a[1]:
-                    qb = db.trans[qb][alphabet.atom_of(ord(ch))]
-                    if qb not in live_b:
-                        break
-                else:
-                    after_a.add(qb)
+            b_automaton, n_automaton = (self.dfa(u, classes) for u in (b, n))
+            if self._follower_ends(n_automaton, b_automaton, self._after(a, b_automaton, classes), classes):
+                return True
+        return False
+
+    def _after(self, a: Unit, b_automaton: tuple, classes: frozenset) -> set:
+        """Phase 1 of `runs_past`: `a` and `b` side by side until `a` is complete. The states
+        `b`'s automaton can be in, alive, once a text of `a` is read."""
+        db, live_b = b_automaton
+        alphabet = self.alphabets[classes]
+        after_a = set()
+        if a[0] == "lit":  # one path: `b` read along it (no automaton for each literal)
+            qb = db.start
+            for ch in a[1]:
+                qb = db.trans[qb][alphabet.atom_of(ord(ch))]
+                if qb not in live_b:
+                    break
             else:
-                da, live_a = self.dfa(a, classes)
-                seen = {(da.start, db.start)}
-                stack = [(da.start, db.start)]
-                while stack:
-                    qa, qb = stack.pop()
-                    for x in atoms:
-                        pair = (da.trans[qa][x], db.trans[qb][x])
-                        if pair[0] in live_a and pair[1] in live_b and pair not in seen:
-                            seen.add(pair)
-                            stack.append(pair)
-                            if pair[0] in da.accept:
-                                after_a.add(pair[1])
-            # phase 2: the follower and `b`; its first character leaves `a` complete behind it,
-            # so `b` must survive it and die on a later one, incomplete before it
-            seen2 = set()
-            stack2 = []
-            for qb in after_a:
-                for x in atoms:
-                    pair = (dn.trans[dn.start][x], db.trans[qb][x])
-                    if pair[0] in live_n and pair[1] in live_b and pair not in seen2:
-                        seen2.add(pair)
-                        stack2.append(pair)
-            while stack2:
-                qn, qb = stack2.pop()
-                for x in atoms:
-                    pair = (dn.trans[qn][x], db.trans[qb][x])
-                    if pair[0] not in live_n:
-                        continue
-                    if pair[1] not in live_b:
-                        if qb not in db.accept:
-                            return True
-                    elif pair not in seen2:
-                        seen2.add(pair)
-                        stack2.append(pair)
+                after_a.add(qb)
+            return after_a
+        da, live_a = self.dfa(a, classes)
+        seen = {(da.start, db.start)}
+        stack = [(da.start, db.start)]
+        while stack:
+            qa, qb = stack.pop()
+            for x in range(len(alphabet.atoms)):
+                pair = (da.trans[qa][x], db.trans[qb][x])
+                if pair[0] in live_a and pair[1] in live_b and pair not in seen:
+                    seen.add(pair)
+                    stack.append(pair)
+                    if pair[0] in da.accept:
+                        after_a.add(pair[1])
+        return after_a
+
+    def _follower_ends(self, n_automaton: tuple, b_automaton: tuple, after_a: set, classes: frozenset) -> bool:
+        """Phase 2 of `runs_past`: the follower and `b`, from `b`'s states `after_a`. The
+        follower's first character leaves `a` complete behind it, so `b` must survive it and die
+        on a later one, incomplete before it."""
+        (dn, live_n), (db, live_b) = n_automaton, b_automaton
+        atoms = range(len(self.alphabets[classes].atoms))
+        seen = set()
+        stack = []
+        for qb in after_a:
+            for x in atoms:
+                pair = (dn.trans[dn.start][x], db.trans[qb][x])
+                if pair[0] in live_n and pair[1] in live_b and pair not in seen:
+                    seen.add(pair)
+                    stack.append(pair)
+        while stack:
+            qn, qb = stack.pop()
+            for x in atoms:
+                pair = (dn.trans[qn][x], db.trans[qb][x])
+                if pair[0] not in live_n:
+                    continue
+                if pair[1] not in live_b:
+                    if qb not in db.accept:
+                        return True
+                elif pair not in seen:
+                    seen.add(pair)
+                    stack.append(pair)
         return False

@@ -82,57 +82,80 @@ def _runs_past_siblings(lex: Lexemes, automata: Automata, verdicts: dict) -> tup
       read whole on a path of `b`, and `b` go on), found once by sorting the literals.
     The sets themselves are compared in C (their unions and differences); Python only visits a
     pair the first time it meets it."""
-    unfold: set = set()
-    more_split: set = set()
-    all_pairs = frozenset().union(*lex.siblings)
-    afters: dict = {}
-    for u, after in all_pairs:
-        afters.setdefault(u, []).append(after)
-    units = set(afters).union(*(after for _, after in all_pairs))
-    classes = frozenset().union(*(automata.classes(u) for u in units if u[0] != "sp"))
-
-    def check(a, b, after):
-        if a == b or b[1] in (unfold if b[0] == "term" else more_split):
-            return
-        if not _overlap(automata.first_chars(a), automata.first_chars(b)):
-            return
-        key = (a, b, after)
-        if key not in verdicts:
-            verdicts[key] = automata.runs_past(a, b, after, classes)
-        if verdicts[key]:
-            (unfold if b[0] == "term" else more_split).add(b[1])
-
-    terms = frozenset(u for u in afters if u[0] == "term")
-    literals = frozenset(u for u in afters if u[0] == "lit" and len(literal_pieces(u[1])) >= 2)
-    others = frozenset(u for u in afters if u[0] != "lit")
-    pending = {b: {(a, after) for a in prefix for after in afters[a]}
-               for b, prefix in _literal_prefixes([u for u in afters if u[0] == "lit"], literals).items()}
-    seen_by_term: dict = {}
-    seen_by_other: dict = {}
+    pairs = _SiblingPairs(lex, automata, verdicts)
     # the largest sets first: the smaller ones are mostly inside them, so they find nothing new
     for group, group_units in sorted(lex.siblings.items(), key=lambda item: -len(item[0])):
-        for b in group_units & terms:
-            seen = seen_by_term.setdefault(b, set())
-            for a, after in group.difference(seen):
-                check(a, b, after)
-            seen.update(group)
-        here = group_units & literals
+        pairs.against_terms(group, group_units)
+        here = group_units & pairs.literals
         if here:
-            for a in group_units & others:
-                for after in afters[a]:
-                    if (a, after) in group:
-                        seen = seen_by_other.setdefault((a, after), set())
-                        for b in here.difference(seen):
-                            check(a, b, after)
-                        seen.update(here)
-            for b in here.intersection(pending):
-                waiting = pending[b]
-                for pair in [p for p in waiting if p in group]:
-                    waiting.discard(pair)
-                    check(pair[0], b, pair[1])
-                if not waiting:
-                    del pending[b]
-    return unfold, more_split
+            pairs.against_others(group, group_units, here)
+            pairs.against_prefixes(group, here)
+    return pairs.unfold, pairs.more_split
+
+
+class _SiblingPairs:
+    """One round of `_runs_past_siblings`: its verdicts so far (`unfold`, `more_split`) and
+    what each candidate was already checked against."""
+
+    def __init__(self, lex: Lexemes, automata: Automata, verdicts: dict):
+        self.automata, self.verdicts = automata, verdicts
+        self.unfold: set = set()
+        self.more_split: set = set()
+        all_pairs = frozenset().union(*lex.siblings)
+        afters: dict = {}
+        for u, after in all_pairs:
+            afters.setdefault(u, []).append(after)
+        self.afters = afters
+        units = set(afters).union(*(after for _, after in all_pairs))
+        self.classes = frozenset().union(*(automata.classes(u) for u in units if u[0] != "sp"))
+        self.terms = frozenset(u for u in afters if u[0] == "term")
+        self.literals = frozenset(u for u in afters if u[0] == "lit" and len(literal_pieces(u[1])) >= 2)
+        self.others = frozenset(u for u in afters if u[0] != "lit")
+        self.pending = {b: {(a, after) for a in prefix for after in afters[a]}
+                        for b, prefix in _literal_prefixes([u for u in afters if u[0] == "lit"], self.literals).items()}
+        self.seen_by_term: dict = {}
+        self.seen_by_other: dict = {}
+
+    def check(self, a, b, after) -> None:
+        if a == b or b[1] in (self.unfold if b[0] == "term" else self.more_split):
+            return
+        if not _overlap(self.automata.first_chars(a), self.automata.first_chars(b)):
+            return
+        key = (a, b, after)
+        if key not in self.verdicts:
+            self.verdicts[key] = self.automata.runs_past(a, b, after, self.classes)
+        if self.verdicts[key]:
+            (self.unfold if b[0] == "term" else self.more_split).add(b[1])
+
+    def against_terms(self, group: frozenset, group_units: frozenset) -> None:
+        """Each folded rule of a set against the siblings it was not yet checked against."""
+        for b in group_units & self.terms:
+            seen = self.seen_by_term.setdefault(b, set())
+            for a, after in group.difference(seen):
+                self.check(a, b, after)
+            seen.update(group)
+
+    def against_others(self, group: frozenset, group_units: frozenset, here: frozenset) -> None:
+        """The literals `here` of a set against the lexemes beside them that are no literals,
+        each of those remembering the literals it was checked against."""
+        for a in group_units & self.others:
+            for after in self.afters[a]:
+                if (a, after) not in group:
+                    continue
+                seen = self.seen_by_other.setdefault((a, after), set())
+                for b in here.difference(seen):
+                    self.check(a, b, after)
+                seen.update(here)
+
+    def against_prefixes(self, group: frozenset, here: frozenset) -> None:
+        """The literals `here` of a set against the literals they start with, met in it."""
+        for b in here.intersection(self.pending):
+            waiting = self.pending[b]
+            for pair in [p for p in waiting if p in group]:
+                waiting.discard(pair)
+                self.check(pair[0], b, pair[1])
+            if not waiting:
+                del self.pending[b]
 
 
 def _literal_prefixes(lits: list, of: frozenset) -> dict:
