@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gemma4_lark import constrain
-from gemma4_lark.constrain import ir, translate
+from gemma4_lark.constrain import _translate as translate, ir
 
 
 @pytest.mark.parametrize("kwargs,error", [

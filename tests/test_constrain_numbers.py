@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from gemma4_lark import constrain
-from gemma4_lark.constrain import dialects, numbers, regular, translate
+from gemma4_lark.constrain import _numbers as numbers, _regular as regular, _translate as translate, dialects
 from gemma4_lark.constrain._automata import Automata
 from gemma4_lark.constrain.ir import Grammar, Ref
 from gemma4_lark.errors import GemmaSyntaxError

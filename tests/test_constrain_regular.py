@@ -1,4 +1,4 @@
-"""The derivation itself: each terminal's language, as `constrain.regular` states it without
+"""The derivation itself: each terminal's language, as `constrain._regular` states it without
 look-arounds, is what Python's `re` takes with the grammar's own pattern, followed by what can
 follow the terminal."""
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from gemma4_lark import grammar, tokens
-from gemma4_lark.constrain import _token_language, regular, translate
+from gemma4_lark.constrain import _regular as regular, _token_language, _translate as translate
 
 SETTINGS = settings(max_examples=300, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 

@@ -21,8 +21,7 @@ _PUBLIC_UNDERSCORED = {"_replace", "_asdict", "_fields", "_make", "_value_", "_n
 # Private names of Lark and CPython's `re` that the grammar's tooling reads (listed by module, so
 # that no new use slips in unseen).
 _THIRD_PARTY_PRIVATE = {
-    ("translate.py", "_definitions"), ("translate.py", "_ignore_names"), ("translate.py", "_ALL"),
-    ("translate.py", "_TEXT"), ("docs.py", "_definitions"), ("grammar.py", "_load_from_dict"), ("lalr.py", "_mres"),
+    ("_translate.py", "_definitions"), ("_translate.py", "_ignore_names"), ("docs.py", "_definitions"), ("grammar.py", "_load_from_dict"), ("lalr.py", "_mres"),
     ("lalr.py", "_parse_tree_builder"),
 }
 

@@ -3,7 +3,7 @@
     from gemma4_lark import constrain
     text = constrain.grammar("llguidance", scope="call")
 
-The exports are translated from `grammar/gemma4.lark` when asked for (see `translate`), so they
+The exports are translated from `grammar/gemma4.lark` when asked for (see `_translate`), so they
 cannot drift from the parser: `scope="call"` accepts exactly the language of `parse_call`.
 docs/constrained-decoding.md tells which export goes to which server.
 """
@@ -44,7 +44,7 @@ def ir_grammar(*, scope: str = "call", tools: Any = None, tool_choice: Any = "au
     balanced tree of rules, log2(n) deep, not a chain of one rule per member (the same language;
     what `grammar()` gives llguidance, whose compiler overflowed its stack on a long chain)."""
     from ..tools import read_tool_choice, read_tools
-    from . import translate
+    from . import _translate as translate
 
     if scope not in SCOPES:
         raise ValueError(f"unknown scope {scope!r}: expected one of {', '.join(SCOPES)}")

@@ -24,7 +24,7 @@ class Automata:
         self.unit_firsts: dict[Unit, tuple] = {}
 
     def tree(self, e: Expr) -> tuple:
-        from . import regular
+        from . import _regular as regular
         if isinstance(e, Literal):
             return regular.literal(e.text)
         if isinstance(e, CharClass):
@@ -64,7 +64,7 @@ class Automata:
         once per alphabet (the units checked against one lexeme mostly share one)."""
         key = (unit, classes)
         if key not in self.dfas:
-            from . import regular
+            from . import _regular as regular
             if classes not in self.alphabets:
                 self.alphabets[classes] = regular.Alphabet(classes)
             # not minimized: the check walks products of reachable states, for which any DFA of

@@ -1,5 +1,5 @@
 """What every tool's rules share, read from the grammar: the format's punctuation, and the strings,
-numbers and keys as the grammar's STRING, INTEGER, FLOAT and KEY (as `translate.terminal_text`
+numbers and keys as the grammar's STRING, INTEGER, FLOAT and KEY (as `_translate.terminal_text`
 derives them: the one derivation every export uses, where a call block's parser expects them);
 and rendered text as IR, each punctuation mark a literal of its own."""
 
@@ -12,7 +12,7 @@ from typing import Iterable, Mapping
 from .. import tokens
 from ..grammar import BLOCK_STARTS, terminal_literal
 from ..render.values import ValueWriter, key_bare_if_possible, python_number
-from . import ir, numbers, translate
+from . import _numbers as numbers, _translate as translate, ir
 
 
 def class_inside(codes: Iterable[int]) -> str:

@@ -1,6 +1,6 @@
 """What a terminal of the grammar takes, as Lark's lexer reads it: its pattern (look-arounds and
 lazy repetitions included) turned into the plain regular language an engine can lex, as an
-automaton (`regular`'s).
+automaton (`_regular`'s).
 
 A terminal's pattern means what Lark's lexer makes of it (see the grammar's header): matched at a
 position of the input, with Python's leftmost-first semantics, look-arounds that may see past the
@@ -20,7 +20,7 @@ refuses (`CannotDerive`) rather than guess.
 
 from __future__ import annotations
 
-from .regular import (
+from ._regular import (
     ALL, DFA, END, MARK, Alphabet, CannotDerive, alt, cat, from_pattern, has_lazy, has_lookaround, intersect, is_empty,
     minimize, ranges_in, rset, star, to_dfa,
 )

@@ -31,9 +31,9 @@ from lark.load_grammar import GrammarBuilder
 
 from .. import grammar as source
 from .. import tokens
-from . import _token_language, numbers, regular
+from . import _numbers as numbers, _regular as regular, _token_language
 from .ir import Choice, Expr, Grammar, Literal, Ref, Repeat, Seq, Special, char_class, choice, seq
-from .regular import CannotDerive
+from ._regular import CannotDerive
 
 WS_RULE = "ws"
 
