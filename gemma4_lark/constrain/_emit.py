@@ -7,14 +7,22 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+from ..tools import Tool
 from . import ir
 from ._errors import NoValue
-from ._lexical import class_inside, literal_texts, shared_pieces
+from ._lexical import Pieces, class_inside, literal_texts, shared_pieces
 
 
 class Emitting:
     """The reader's writing of rules. Mixed into `_read.ToolCompiler`, whose `rules`, `pieces`,
     `prefix`, `count`, `balanced` and `tool` it uses."""
+
+    tool: Tool
+    rules: dict[str, ir.Expr]
+    pieces: Pieces
+    prefix: str
+    count: int
+    balanced: bool
 
     def new_rule(self, kind: str) -> str:
         self.count += 1

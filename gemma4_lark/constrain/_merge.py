@@ -5,11 +5,12 @@ keys merged. `Merging` is the part of a tool's reader (`_read.ToolCompiler`) tha
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..schema import normal
+from ..tools import Tool
 from . import ir
-from ._errors import NoValue
+from ._errors import NoValue, SchemaError
 
 
 TYPES = ("string", "integer", "number", "boolean", "null", "object", "array")
@@ -163,6 +164,16 @@ class Merging:
     """The reader's merging of schemas, keyword by keyword. Mixed into `_read.ToolCompiler`,
     whose `value`, `object`, `resolve`, `error`, `no_value`, `leave`, `tool`, `root` and
     `merging` it uses."""
+
+    tool: Tool
+    root: Any
+    merging: set[str]
+    value: Callable[[Any, str], ir.Expr]
+    object: Callable[..., ir.Expr]
+    resolve: Callable[[Any, str], Any]
+    error: Callable[[str, str], SchemaError]
+    no_value: Callable[[str, str], NoValue]
+    leave: Callable[[str, str], None]
 
     def held_beside(self, schema: Mapping, values: list, where: str, what: str) -> list:
         """The values of an `enum` or `const` that the other keywords beside it allow too
