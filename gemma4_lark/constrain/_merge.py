@@ -308,38 +308,7 @@ class Merging:
             if key not in out:
                 out[key] = value
                 continue
-            mine = out[key]
-            if key == "type":
-                a, b = type_set({"type": mine}), type_set({"type": value})
-                both = [t for t in TYPES if (t in a and t in b) or (t == "integer" and (
-                    "integer" in a and "number" in b or "number" in a and "integer" in b))]
-                if not both:
-                    raise NoValue(f"tool {self.tool.name!r}: {where}: the types {mine!r} and {value!r} share no value")
-                out[key] = both
-            elif key in ("properties", "additionalProperties") and _object_keywords(base, part):
-                continue  # the two objects' keys, together below
-            elif key == "required" and isinstance(mine, list) and isinstance(value, list):
-                out[key] = list(dict.fromkeys(mine + value))
-            elif key == "enum" and isinstance(mine, list) and isinstance(value, list):
-                out[key] = shared_values(mine, value)
-                if not out[key]:
-                    raise NoValue(f"tool {self.tool.name!r}: {where}: the enums share no value")
-            elif key == "const":
-                if not same_json(mine, value):
-                    raise NoValue(f"tool {self.tool.name!r}: {where}: two different consts")
-            elif key in ("minItems",) and isinstance(mine, int) and isinstance(value, int):
-                out[key] = max(mine, value)
-            elif key in ("maxItems",) and isinstance(mine, int) and isinstance(value, int):
-                out[key] = min(mine, value)
-            elif key == "additionalProperties":  # (one of them not a schema: validation's to refuse)
-                out[key] = False if mine is False or value is False else {"allOf": [mine, value]}
-            elif key in ("items", "not", "contains"):
-                out[key] = {"allOf": [mine, value]}
-            elif key == "allOf" and isinstance(mine, list) and isinstance(value, list):
-                out[key] = list(mine) + list(value)
-            elif key in ("anyOf", "oneOf"):
-                self.leave(f"{where}.{key}", "a union merged beside another: the rules enforce the other")
-            # any other keyword is validation's alone (`schema._UNENFORCED`): either value is as good
+            self._intersect_keyword(out, key, value, base, part, where)
         if _object_keywords(base, part) and any(k in base for k in _KEYS) and any(k in part for k in _KEYS):
             self._intersect_keys(out, base, part, where)
         if "enum" in out and "const" in out:
@@ -347,6 +316,41 @@ class Merging:
             if not out["enum"]:
                 raise NoValue(f"tool {self.tool.name!r}: {where}: the const is none of the enum")
         return out
+
+    def _intersect_keyword(self, out: dict, key: str, value: Any, base: Mapping, part: Mapping, where: str) -> None:
+        """A keyword of `part` that `out` (the merge so far) carries too: the two merged there."""
+        mine = out[key]
+        if key == "type":
+            a, b = type_set({"type": mine}), type_set({"type": value})
+            both = [t for t in TYPES if (t in a and t in b) or (t == "integer" and (
+                "integer" in a and "number" in b or "number" in a and "integer" in b))]
+            if not both:
+                raise NoValue(f"tool {self.tool.name!r}: {where}: the types {mine!r} and {value!r} share no value")
+            out[key] = both
+        elif key in ("properties", "additionalProperties") and _object_keywords(base, part):
+            return  # the two objects' keys, together (`_intersect_keys`)
+        elif key == "required" and isinstance(mine, list) and isinstance(value, list):
+            out[key] = list(dict.fromkeys(mine + value))
+        elif key == "enum" and isinstance(mine, list) and isinstance(value, list):
+            out[key] = shared_values(mine, value)
+            if not out[key]:
+                raise NoValue(f"tool {self.tool.name!r}: {where}: the enums share no value")
+        elif key == "const":
+            if not same_json(mine, value):
+                raise NoValue(f"tool {self.tool.name!r}: {where}: two different consts")
+        elif key in ("minItems",) and isinstance(mine, int) and isinstance(value, int):
+            out[key] = max(mine, value)
+        elif key in ("maxItems",) and isinstance(mine, int) and isinstance(value, int):
+            out[key] = min(mine, value)
+        elif key == "additionalProperties":  # (one of them not a schema: validation's to refuse)
+            out[key] = False if mine is False or value is False else {"allOf": [mine, value]}
+        elif key in ("items", "not", "contains"):
+            out[key] = {"allOf": [mine, value]}
+        elif key == "allOf" and isinstance(mine, list) and isinstance(value, list):
+            out[key] = list(mine) + list(value)
+        elif key in ("anyOf", "oneOf"):
+            self.leave(f"{where}.{key}", "a union merged beside another: the rules enforce the other")
+        # any other keyword is validation's alone (`schema._UNENFORCED`): either value is as good
 
     def _intersect_keys(self, out: dict, base: Mapping, part: Mapping, where: str) -> None:
         """The keys two objects both allow: a key one of them has no property for is that one's

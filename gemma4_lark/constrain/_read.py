@@ -291,27 +291,7 @@ class ToolCompiler(Merging, Emitting):
         extra = schema.get("additionalProperties")
         if extra is None:
             extra = False if "properties" in schema else True
-        extra_member = None
-        if extra is not False:
-            noted = len(self.notes)
-            if properties:
-                # bare keys other than the declared ones (a quoted key could spell a declared one);
-                # every declared one, also one with no value: validation holds it to its own
-                # schema, never to `additionalProperties`
-                written = {k: None for k, _, _ in members}
-                declared = [*written, *(k for k in properties if k not in written)]
-                bare = [k for k in declared if key_bare_if_possible(k) == k]
-                for k in bare:
-                    if len(k) > MAX_EXCLUDED_KEY_CHARS:
-                        self.leave(f"{where}.properties.{k[:16]}...", f"a key of more than {MAX_EXCLUDED_KEY_CHARS} characters:"
-                                   " the rules also take it as an additional property")
-                key: ir.Expr = ir.Ref(self.bare_key_except([k for k in bare if len(k) <= MAX_EXCLUDED_KEY_CHARS]))
-            else:  # a map: any key, bare or quoted, as the format writes it
-                key = ir.choice(ir.Ref("tool_key"), ir.Ref("tool_string"))
-            try:
-                extra_member = ir.seq(key, p.colon, self.as_rule(self.value(extra, where + ".additionalProperties")))
-            except NoValue:  # no value satisfies it: no additional member, and nothing to note
-                del self.notes[noted:]
+        extra_member = self.extra_member(extra, properties, members, where) if extra is not False else None
         name = self.new_rule("object")
         self.places[name] = where
         body = self.members(name, members, extra_member)
@@ -319,3 +299,27 @@ class ToolCompiler(Merging, Emitting):
             body = self.at_least_one(name, members, extra_member, at_least_one, where)
         self.rules[name] = ir.seq(p.lbrace, body, p.rbrace)
         return ir.Ref(name)
+
+    def extra_member(self, extra: Any, properties: Mapping, members: list, where: str) -> ir.Expr | None:
+        """A member that `additionalProperties` (`extra`, not false) allows: a key that is none of
+        the declared ones, or any key in a map; None where no value satisfies its schema."""
+        noted = len(self.notes)
+        if properties:
+            # bare keys other than the declared ones (a quoted key could spell a declared one);
+            # every declared one, also one with no value: validation holds it to its own
+            # schema, never to `additionalProperties`
+            written = {k: None for k, _, _ in members}
+            declared = [*written, *(k for k in properties if k not in written)]
+            bare = [k for k in declared if key_bare_if_possible(k) == k]
+            for k in bare:
+                if len(k) > MAX_EXCLUDED_KEY_CHARS:
+                    self.leave(f"{where}.properties.{k[:16]}...", f"a key of more than {MAX_EXCLUDED_KEY_CHARS} characters:"
+                               " the rules also take it as an additional property")
+            key: ir.Expr = ir.Ref(self.bare_key_except([k for k in bare if len(k) <= MAX_EXCLUDED_KEY_CHARS]))
+        else:  # a map: any key, bare or quoted, as the format writes it
+            key = ir.choice(ir.Ref("tool_key"), ir.Ref("tool_string"))
+        try:
+            return ir.seq(key, self.pieces.colon, self.as_rule(self.value(extra, where + ".additionalProperties")))
+        except NoValue:  # no value satisfies it: no additional member, and nothing to note
+            del self.notes[noted:]
+            return None
