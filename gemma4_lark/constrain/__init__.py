@@ -6,6 +6,12 @@
 The exports are translated from `grammar/gemma4.lark` when asked for (see `_translate`), so they
 cannot drift from the parser: `scope="call"` accepts exactly the language of `parse_call`.
 docs/constrained-decoding.md tells which export goes to which server.
+
+The rooms: `ir` (the engine-neutral grammar) and `dialects` (its printers); `_translate` (the
+grammar of record as IR), with `_token_language`, `_regular` and `_numbers` (each terminal's
+language); `schema` (the declared tools' call blocks: `_read` reads a schema, `_merge` merges
+schemas, `_emit` writes the rules, from `_lexical`'s pieces) and `structural_tag`; the greedy-lexing
+check of the llguidance printer in `_greedy`, over `_analysis`, `_lexemes` and `_automata`.
 """
 
 from __future__ import annotations
