@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from gemma4_lark import constrain
 from gemma4_lark.constrain import _numbers as numbers, _regular as regular, _translate as translate, dialects
 from gemma4_lark.constrain._automata import Automata
+from gemma4_lark.constrain._expressions import to_expr
 from gemma4_lark.constrain.ir import Grammar, Ref
 from gemma4_lark.errors import GemmaSyntaxError
 from gemma4_lark.grammar import BLOCK_STARTS
@@ -87,7 +88,7 @@ def test_the_xgrammar_export_is_printed_from_the_same_rules():
 # --- the part of FLOAT the exports take --------------------------------------------------------
 def _derived(name: str):
     head, mid, tail = translate._split_markers(translate.terminal_language(name, BLOCK_STARTS))
-    return regular.to_expr(mid)
+    return to_expr(mid)
 
 
 def _dfas(*exprs):

@@ -33,6 +33,7 @@ from .. import grammar as source
 from .. import tokens
 from . import _numbers as numbers, _regular as regular, _token_language
 from .ir import Choice, Expr, Grammar, Literal, Ref, Repeat, Seq, Special, char_class, choice, seq
+from ._expressions import to_expr
 from ._regular import CannotDerive
 
 WS_RULE = "ws"
@@ -150,8 +151,8 @@ def terminal_text(name: str, starts: tuple[str, ...]) -> tuple[str, Expr, str]:
     if _accepts_only_empty(mid):
         return head, Seq(()), tail
     if mid.start in mid.accept:
-        return head, Repeat(regular.to_expr(_non_empty(mid)), 0, 1), tail
-    return head, regular.to_expr(mid), tail
+        return head, Repeat(to_expr(_non_empty(mid)), 0, 1), tail
+    return head, to_expr(mid), tail
 
 
 def terminal_chars(name: str, starts: tuple[str, ...]) -> tuple[tuple[int, int], ...] | None:
@@ -206,7 +207,7 @@ NUMBER_TERMINALS = ("INTEGER", "FLOAT")
 
 
 def _number_text(name: str, dfa, starts: tuple[str, ...]) -> Expr:
-    integer = regular.to_expr(_split_markers(terminal_language("INTEGER", starts))[1])
+    integer = to_expr(_split_markers(terminal_language("INTEGER", starts))[1])
     if name == "INTEGER":
         return numbers.bounded_integer(integer)
     return numbers.finite_float(numbers.digit_class(integer))
@@ -226,9 +227,9 @@ def _pieces(dfa, base: str, rules: dict, trailing: Expr | None) -> Expr | None:
         if _accepts_only_empty(dfa):
             return trailing
         if dfa.start in dfa.accept:  # may be empty: the lexeme optional, never empty itself
-            text = regular.to_expr(_non_empty(dfa))
+            text = to_expr(_non_empty(dfa))
             return choice(seq(text, trailing), trailing) if trailing else Repeat(text, 0, 1)
-        return seq(regular.to_expr(dfa), *([trailing] if trailing else []))
+        return seq(to_expr(dfa), *([trailing] if trailing else []))
     entries = [dfa.start]
     names: dict[int, str] = {}
 
@@ -287,7 +288,7 @@ def _pieces(dfa, base: str, rules: dict, trailing: Expr | None) -> Expr | None:
 def _chunk(dfa, start: int, ends) -> Expr | None:
     """The non-empty text leading from `start` to a state of `ends`, or None when there is none."""
     sub = regular.minimize(_non_empty(regular.DFA(dfa.alphabet, dfa.trans, frozenset(ends), start)))
-    return None if regular.is_empty(sub) else regular.to_expr(sub)
+    return None if regular.is_empty(sub) else to_expr(sub)
 
 
 def _split_markers(dfa):
@@ -373,7 +374,7 @@ class _Builder:
         if WS_RULE not in self.rules:
             (name,) = _ignored()
             term = _terminal_defs()[name]
-            self.rules[WS_RULE] = regular.to_expr(regular.to_dfa(
+            self.rules[WS_RULE] = to_expr(regular.to_dfa(
                 regular.from_pattern(term.pattern.value, term.pattern.flags),
                 regular.Alphabet({r[1] for r in _sets(regular.from_pattern(term.pattern.value))})))
         return Ref(WS_RULE)
