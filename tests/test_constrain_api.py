@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gemma4_lark import constrain
-from gemma4_lark.constrain import ir, translate
+from gemma4_lark.constrain import _turns, ir
 
 
 @pytest.mark.parametrize("kwargs,error", [
@@ -37,8 +37,8 @@ def test_call_block_replaced_by_the_tools_block():
         # the same name as the generic block's own rule for the marker: no clash, it is unused
         "tool_call_open": ir.Literal("unused"),
     })
-    for g in (translate.call_grammar(), translate.output_grammar()):
-        merged = translate.with_call_block(g, tools_block)
+    for g in (_turns.call_grammar(), _turns.output_grammar()):
+        merged = _turns.with_call_block(g, tools_block)
         gbnf = constrain.dialects.to_gbnf(merged)
         assert "call:ping{}" in gbnf and "object ::=" not in gbnf and "bare-word" not in gbnf
 
@@ -46,7 +46,7 @@ def test_call_block_replaced_by_the_tools_block():
 def test_rule_clash_is_refused():
     tools_block = ir.Grammar("tool_call", {"tool_call": ir.Ref("ws"), "ws": ir.Literal(" ")})
     with pytest.raises(ValueError, match="used twice"):
-        translate.with_call_block(translate.call_grammar(), tools_block)
+        _turns.with_call_block(_turns.call_grammar(), tools_block)
 
 
 def test_xgrammar_rule_names_are_not_its_booleans():

@@ -9,7 +9,7 @@ import itertools
 import pytest
 
 from gemma4_lark import constrain
-from gemma4_lark.constrain import ir, schema, translate
+from gemma4_lark.constrain import _translate as translate, ir, schema
 from gemma4_lark.grammar import BLOCK_STARTS
 from gemma4_lark.tools import read_tools
 

@@ -305,7 +305,7 @@ def test_output_tool_choice_none_refuses_calls():
 
 
 def test_output_tool_choice_required_needs_a_call_soon():
-    from gemma4_lark.constrain.translate import MAX_PREFIX_CHARS
+    from gemma4_lark.constrain._turns import MAX_PREFIX_CHARS
 
     required = Matcher(constrain.grammar("llguidance", scope="output", tool_choice="required"))
     assert required.accepts(CALL)

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from schema_strategies import _object, compound, json_leaves, leaf_schemas, tools_with_schemas
 
 from gemma4_lark.constrain import ir_grammar
-from gemma4_lark.constrain.dialects import greedy_safe, regular_rules
+from gemma4_lark.constrain._analysis import regular_rules
+from gemma4_lark.constrain._greedy import greedy_safe
 from gemma4_lark.constrain.schema import SchemaError
 from gemma4_lark.render.safety import UnsafeContentError
 

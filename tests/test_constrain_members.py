@@ -1,5 +1,5 @@
 """An object's members as rules: the chain (one rule per member, what the GBNF and xgrammar exports
-carry) and the balanced tree (`_MemberTree`, what `grammar()` gives llguidance, whose compiler
+carry) and the balanced tree (`_emit.MemberTree`, what `grammar()` gives llguidance, whose compiler
 recursed through the chain and overflowed its stack: a segfault at about 2,700 members, 1,024 on
 a thread of 2 MB). The same language, checked by llguidance's matcher on calls with random
 subsets of the members (required ones left out, extra members, at least one of some); the tree
@@ -22,7 +22,8 @@ pytest.importorskip("llguidance")
 from constrain_llg import accepts  # noqa: E402
 
 from gemma4_lark import constrain  # noqa: E402
-from gemma4_lark.constrain.dialects import refs, to_llguidance  # noqa: E402
+from gemma4_lark.constrain._analysis import refs  # noqa: E402
+from gemma4_lark.constrain.dialects import to_llguidance  # noqa: E402
 from gemma4_lark.constrain.schema import SchemaError, tool_call_rules  # noqa: E402
 from gemma4_lark.tools import read_tool_choice, read_tools  # noqa: E402
 

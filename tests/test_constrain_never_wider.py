@@ -23,7 +23,7 @@ from schema_strategies import NO_VALUE_DEFS, NO_VALUE_SCHEMAS, edge_tools, neste
 
 from gemma4_incremental import parse_output  # noqa: E402
 from gemma4_lark import constrain  # noqa: E402
-from gemma4_lark.constrain import schema as schema_module  # noqa: E402
+from gemma4_lark.constrain import _merge  # noqa: E402
 from gemma4_lark.constrain.schema import SchemaError, not_enforced  # noqa: E402
 from gemma4_lark.render.official import render_chat  # noqa: E402
 from gemma4_lark.render.safety import UnsafeContentError  # noqa: E402
@@ -214,8 +214,8 @@ _NESTED_PAIRS = _NESTED_NUMBERS.flatmap(lambda a: st.tuples(st.just(a), _look_al
 @given(_PAIRS)
 def test_same_is_json_equality_at_every_level(pair):
     a, b = pair
-    assert schema_module._same(a, b) == jsonschema_rs.validator_for({"const": a}).is_valid(b)
-    assert (schema_module._same_key(a) == schema_module._same_key(b)) == schema_module._same(a, b)
+    assert _merge.same_json(a, b) == jsonschema_rs.validator_for({"const": a}).is_valid(b)
+    assert (_merge.same_key(a) == _merge.same_key(b)) == _merge.same_json(a, b)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))

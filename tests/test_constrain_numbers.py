@@ -12,8 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from gemma4_lark import constrain
-from gemma4_lark.constrain import dialects, numbers, regular, translate
-from gemma4_lark.constrain.dialects import _Automata
+from gemma4_lark.constrain import _numbers as numbers, _regular as regular, _translate as translate, dialects
+from gemma4_lark.constrain._automata import Automata
+from gemma4_lark.constrain._expressions import to_expr
 from gemma4_lark.constrain.ir import Grammar, Ref
 from gemma4_lark.errors import GemmaSyntaxError
 from gemma4_lark.grammar import BLOCK_STARTS
@@ -87,12 +88,12 @@ def test_the_xgrammar_export_is_printed_from_the_same_rules():
 # --- the part of FLOAT the exports take --------------------------------------------------------
 def _derived(name: str):
     head, mid, tail = translate._split_markers(translate.terminal_language(name, BLOCK_STARTS))
-    return regular.to_expr(mid)
+    return to_expr(mid)
 
 
 def _dfas(*exprs):
     rules = {f"r{i}": e for i, e in enumerate(exprs)}
-    automata = _Automata(Grammar("r0", rules))
+    automata = Automata(Grammar("r0", rules))
     trees = [automata.tree(Ref(n)) for n in rules]
     classes = set()
     for t in trees:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from gemma4_lark import constrain
-from gemma4_lark.constrain import dialects, ir
+from gemma4_lark.constrain import _analysis, _automata, _greedy, _lexemes, dialects, ir
 
 from constrain_helpers import Matcher  # noqa: E402  (skips without llguidance)
 
@@ -98,17 +98,17 @@ def test_regular_rules_counts_each_rule_once(monkeypatch):
     """Complexity guard: the number of rule bodies inspected at n, 2n and 4n rules grows like
     the rules, not like the paths (it doubled per rule before: a chain of 20 took minutes)."""
     calls = {"n": 0}
-    original = dialects._has_special
+    original = _analysis.has_special
 
     def counting(expr):
         calls["n"] += 1
         return original(expr)
 
-    monkeypatch.setattr(dialects, "_has_special", counting)
+    monkeypatch.setattr(_analysis, "has_special", counting)
     counts = []
     for n in (8, 16, 32):
         calls["n"] = 0
-        regular = dialects.regular_rules(_diamond_chain(n))
+        regular = _analysis.regular_rules(_diamond_chain(n))
         assert regular == {f"r{i}" for i in range(n + 1)}
         counts.append(calls["n"])
         if len(counts) > 1:
@@ -126,7 +126,7 @@ def test_regular_rules_verdicts():
         "token": ir.seq(ir.Ref("leaf"), ir.Special("<eos>")),
         "self": ir.Repeat(ir.seq(ir.Literal("s"), ir.Ref("self")), 0, 1),
     }
-    assert dialects.regular_rules(ir.Grammar("start", rules)) == {"plain", "leaf"}
+    assert _analysis.regular_rules(ir.Grammar("start", rules)) == {"plain", "leaf"}
 
 
 # --- greedy lexing ---------------------------------------------------------------------------------
@@ -169,10 +169,10 @@ def _every_pair_of_every_set(lex, automata) -> tuple[set, set]:
     unfold, split = set(), set()
     for group in lex.siblings:
         for b, _ in group:
-            if b[0] not in ("term", "lit") or (b[0] == "lit" and len(dialects._literal_pieces(b[1])) < 2):
+            if b[0] not in ("term", "lit") or (b[0] == "lit" and len(_lexemes.literal_pieces(b[1])) < 2):
                 continue
             for a, after in group:
-                if a != b and dialects._overlap(automata.first_chars(a), automata.first_chars(b)) \
+                if a != b and _greedy._overlap(automata.first_chars(a), automata.first_chars(b)) \
                         and automata.runs_past(a, b, after, classes):
                     (unfold if b[0] == "term" else split).add(b[1])
                     break
@@ -205,12 +205,12 @@ def _grammars(draw) -> ir.Grammar:
 @settings(max_examples=300, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(_grammars())
 def test_greedy_check_finds_what_a_walk_of_every_pair_finds(grammar):
-    regular = dialects.regular_rules(grammar)
+    regular = _analysis.regular_rules(grammar)
     folded, split = frozenset(regular - {grammar.start}), frozenset()
-    automata = dialects._Automata(grammar)
+    automata = _automata.Automata(grammar)
     for _ in range(4):  # round after round, as greedy_safe goes
-        lex = dialects._Lexemes(grammar, folded, split)
-        found = dialects._runs_past_siblings(lex, automata, {})
+        lex = _lexemes.Lexemes(grammar, folded, split)
+        found = _greedy._runs_past_siblings(lex, automata, {})
         assert found == _every_pair_of_every_set(lex, automata)
         if found == (set(), set()):
             break
@@ -245,10 +245,10 @@ def _first_sets_swept_until_stable(grammar: ir.Grammar, lex) -> dict:
 def test_greedy_check_sees_the_first_lexemes_of_every_cycle(grammar):
     # a fixed number of sweeps per cycle missed first lexemes in nullable cycles of three rules,
     # and a set of siblings with them (review): the sweeps now go on until nothing changes
-    lex = dialects._Lexemes(grammar, frozenset(), frozenset())
+    lex = _lexemes.Lexemes(grammar, frozenset(), frozenset())
     assert lex.first == _first_sets_swept_until_stable(grammar, lex)
-    automata = dialects._Automata(grammar)
-    assert dialects._runs_past_siblings(lex, automata, {}) == _every_pair_of_every_set(lex, automata)
+    automata = _automata.Automata(grammar)
+    assert _greedy._runs_past_siblings(lex, automata, {}) == _every_pair_of_every_set(lex, automata)
 
 
 def test_a_nullable_cycle_of_three_rules_keeps_its_siblings():
@@ -258,18 +258,18 @@ def test_a_nullable_cycle_of_three_rules_keeps_its_siblings():
         "r1": ir.Ref("r3"), "r2": ir.Ref("r1"),
         "r3": ir.choice(ir.Ref("r1"), ir.Literal(""), ir.seq(ir.Ref("r2"), ir.Literal("xy"))),
         "bb": ir.seq(ir.Literal("q"), ir.CharClass("x"), ir.Literal("\x01"))})
-    folded, _ = dialects.greedy_safe(grammar, dialects.regular_rules(grammar))
+    folded, _ = _greedy.greedy_safe(grammar, _analysis.regular_rules(grammar))
     assert "bb" not in folded  # `q` then `x` runs past it: written as a rule
     assert Matcher(dialects.to_llguidance(grammar)).accepts("<qxy>")
 
 
 _HASH_ORDER = """
-from gemma4_lark.constrain import dialects, ir
+from gemma4_lark.constrain import _analysis, _greedy, ir
 g = ir.Grammar("start", {
     "start": ir.seq(ir.Literal("{"), ir.choice(ir.seq(ir.Literal("a" * 41), ir.Literal("bd")), ir.Ref("t"),
                                                ir.CharClass("a")), ir.Literal("}")),
     "t": ir.seq(ir.Repeat(ir.Literal("a"), 40, 40), ir.Literal("bc"))})
-print(sorted(dialects.greedy_safe(g, dialects.regular_rules(g))[0]))
+print(sorted(_greedy.greedy_safe(g, _analysis.regular_rules(g))[0]))
 """
 
 
@@ -294,7 +294,7 @@ def test_greedy_check_meets_each_pair_once():
             "type": "object", "properties": {f"p-{i}": {"type": "integer"} for i in range(n)},
             "additionalProperties": True}}}]
         grammar = constrain.ir_grammar(scope="call", tools=tools)
-        counted = dialects._Automata(grammar)
+        counted = _automata.Automata(grammar)
         calls = [0]
         runs_past = counted.runs_past
 
@@ -302,8 +302,8 @@ def test_greedy_check_meets_each_pair_once():
             calls[0] += 1
             return runs_past(*args)
         counted.runs_past = counting
-        lex = dialects._Lexemes(grammar, frozenset(dialects.regular_rules(grammar) - {grammar.start}), frozenset())
-        dialects._runs_past_siblings(lex, counted, {})
+        lex = _lexemes.Lexemes(grammar, frozenset(_analysis.regular_rules(grammar) - {grammar.start}), frozenset())
+        _greedy._runs_past_siblings(lex, counted, {})
         sizes[n] = calls[0]
     # each key is checked against the few lexemes beside it that can run past it (the keys it
     # starts with: `p-1` for `p-10`, so n log n); every pair of keys would be 16x for 4x the keys
@@ -314,8 +314,8 @@ def test_greedy_safety_leaves_the_plain_exports_alone():
     # the format's own lexemes were built to be greedy-safe: nothing to unfold or split there
     for scope in ("call", "output"):
         g = constrain.ir_grammar(scope=scope)
-        folded, split = dialects.greedy_safe(g, dialects.regular_rules(g))
-        assert folded == dialects.regular_rules(g) - {g.start} and not split
+        folded, split = _greedy.greedy_safe(g, _analysis.regular_rules(g))
+        assert folded == _analysis.regular_rules(g) - {g.start} and not split
 
 
 def _keys_beside_any_other(*keys: str) -> list:
@@ -401,7 +401,7 @@ def test_a_rule_unfolded_beside_its_siblings_unfolds_the_lexemes_that_hold_it():
     rules["start"] = ir.choice(rules["start"], ir.seq(ir.Literal("["), ir.Ref("pair"), ir.Literal("]")))
     rules["pair"] = ir.seq(ir.Ref("th_member"), ir.Literal(";"))
     grammar = ir.Grammar("start", rules)
-    folded, _ = dialects.greedy_safe(grammar, dialects.regular_rules(grammar))
+    folded, _ = _greedy.greedy_safe(grammar, _analysis.regular_rules(grammar))
     assert "th_member" not in folded and "pair" not in folded
     matcher = Matcher(dialects.to_llguidance(grammar))
     assert matcher.accepts("[,th:1;]") and matcher.accepts("{a:1,th:1}") and not matcher.accepts("[,th:2;]")

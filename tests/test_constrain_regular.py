@@ -1,4 +1,4 @@
-"""The derivation itself: each terminal's language, as `constrain.regular` states it without
+"""The derivation itself: each terminal's language, as `constrain._regular` states it without
 look-arounds, is what Python's `re` takes with the grammar's own pattern, followed by what can
 follow the terminal."""
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from gemma4_lark import grammar, tokens
-from gemma4_lark.constrain import regular, translate
+from gemma4_lark.constrain import _regular as regular, _token_language, _translate as translate
 
 SETTINGS = settings(max_examples=300, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
@@ -89,6 +89,6 @@ def test_lookarounds_and_lazy_repetitions_are_gone():
 
 def test_follow_dependence_is_refused():
     """A lazy terminal whose end the follow language does not decide is refused, not guessed."""
-    anything = regular.star(regular.rset(regular._ALL))
+    anything = regular.star(regular.rset(regular.ALL))
     with pytest.raises(regular.CannotDerive):
-        regular.token_language(r"a+?(?=b)", "", anything)
+        _token_language.token_language(r"a+?(?=b)", "", anything)

@@ -12,7 +12,7 @@ from constrain_llg import accepted_prefix, accepts, encode, to_lark  # noqa: E40
 
 from gemma4_lark import parse_call  # noqa: E402
 from gemma4_lark.constrain import ir  # noqa: E402
-from gemma4_lark.constrain import schema as schema_module  # noqa: E402
+from gemma4_lark.constrain import _merge  # noqa: E402
 from gemma4_lark.constrain.schema import SchemaError, not_enforced, tool_call_rules  # noqa: E402
 from timing import Guard, guard_tests  # noqa: E402
 from gemma4_lark.render.official import render_chat  # noqa: E402
@@ -297,7 +297,7 @@ _JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.sampled
 def test_merged_enums_keep_what_pairwise_comparison_keeps(mine, theirs, shared):
     """`_shared` (a lookup by hash) against the comparison of every pair it replaced."""
     mine, theirs = mine + shared, shared + theirs
-    assert schema_module._shared(mine, theirs) == [v for v in mine if any(schema_module._same(v, w) for w in theirs)]
+    assert _merge.shared_values(mine, theirs) == [v for v in mine if any(_merge.same_json(v, w) for w in theirs)]
 
 
 def _two_enums(n):

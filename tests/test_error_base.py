@@ -27,6 +27,7 @@ BUILT_IN_BASES = {
     "UnsafeContentError": (ValueError,),
     "WrongModelFamilyError": (ValueError,),
     "SchemaError": (ValueError,),
+    "NoValue": (ValueError,),  # a SchemaError: a schema none of whose values can be written
     "CannotDerive": (ValueError,),
     "ProtocolError": (ValueError,),
     "DocsError": (Exception,),

@@ -20,11 +20,9 @@ _PUBLIC_UNDERSCORED = {"_replace", "_asdict", "_fields", "_make", "_value_", "_n
 
 # Private names of Lark and CPython's `re` that the grammar's tooling reads: in gemma4_lark/_compat.py
 # only, which tests/test_compat.py runs at the lowest and the newest Lark (so that no new use slips
-# in unseen, and a release that moves one breaks one module). translate.py's are the package's own
-# (constrain/regular.py's alphabets).
+# in unseen, and a release that moves one breaks one module).
 _COMPAT = "_compat.py"
 _THIRD_PARTY_PRIVATE = {
-    ("translate.py", "_ALL"), ("translate.py", "_TEXT"),
     (_COMPAT, "_definitions"), (_COMPAT, "_ignore_names"), (_COMPAT, "_load_from_dict"), (_COMPAT, "_mres"),
     (_COMPAT, "_parse_tree_builder"),
 }

@@ -3,9 +3,16 @@
     from gemma4_lark import constrain
     text = constrain.grammar("llguidance", scope="call")
 
-The exports are translated from `grammar/gemma4.lark` when asked for (see `translate`), so they
-cannot drift from the parser: `scope="call"` accepts exactly the language of `parse_call`.
-docs/constrained-decoding.md tells which export goes to which server.
+The exports are translated from `grammar/gemma4.lark` when asked for (see `_translate` and
+`_turns`), so they cannot drift from the parser: `scope="call"` accepts exactly the language of
+`parse_call`. docs/constrained-decoding.md tells which export goes to which server.
+
+The rooms: `ir` (the engine-neutral grammar) and `dialects` (its printers); `_translate` (the
+grammar of record as IR) and `_turns` (a call block, a model turn), with `_token_language`,
+`_regular`, `_expressions` and `_numbers` (each terminal's language); `schema` (the declared
+tools' call blocks: `_read` reads a schema, `_merge` merges schemas, `_emit` writes the rules,
+from `_lexical`'s pieces) and `structural_tag`; the greedy-lexing check of the llguidance
+printer in `_greedy`, over `_analysis`, `_lexemes` and `_automata`.
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ def ir_grammar(*, scope: str = "call", tools: Any = None, tool_choice: Any = "au
     balanced tree of rules, log2(n) deep, not a chain of one rule per member (the same language;
     what `grammar()` gives llguidance, whose compiler overflowed its stack on a long chain)."""
     from ..tools import read_tool_choice, read_tools
-    from . import translate
+    from . import _turns
 
     if scope not in SCOPES:
         raise ValueError(f"unknown scope {scope!r}: expected one of {', '.join(SCOPES)}")
@@ -62,9 +69,9 @@ def ir_grammar(*, scope: str = "call", tools: Any = None, tool_choice: Any = "au
     if scope == "call":
         if choice.mode == "none":
             raise ValueError("scope='call' with tool_choice='none' leaves nothing to generate")
-        return translate.call_grammar() if call_block is None else translate.with_call_block(
-            translate.call_grammar(), call_block)
-    return translate.output_grammar(mode=choice.mode, thinking=thinking, call_block=call_block)
+        return _turns.call_grammar() if call_block is None else _turns.with_call_block(
+            _turns.call_grammar(), call_block)
+    return _turns.output_grammar(mode=choice.mode, thinking=thinking, call_block=call_block)
 
 
 def _format(fmt: str) -> str:

@@ -22,7 +22,8 @@ from .. import tokens
 from ..tools import Tool, ToolChoice, read_tool_choice, read_tools
 from . import ir
 from .dialects import to_xgrammar
-from .schema import argument_rules, grammar_of
+from ._emit import grammar_of
+from .schema import argument_rules
 
 __all__ = ["structural_tag", "argument_grammars"]
 

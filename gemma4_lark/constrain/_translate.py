@@ -2,9 +2,9 @@
 
 Nothing here restates the format. The rules come from the loaded grammar's own definitions (Lark's
 EBNF trees), the terminals from their patterns, and each terminal's language from
-`regular.token_language`, which reads the pattern the way Lark's lexer runs it (look-arounds,
-lazy repetitions) in the context the parser's tables give it (what can follow it). What an engine
-needs on top is done once, here:
+`_token_language.token_language`, which reads the pattern the way Lark's lexer runs it
+(look-arounds, lazy repetitions) in the context the parser's tables give it (what can follow it).
+What an engine needs on top is done once, here:
 
 - Markers are special tokens: a terminal whose text is one of Gemma's markers
   (`tokens.CONTROL_TOKENS`) becomes a `Special`, and a terminal whose every string starts or ends
@@ -18,13 +18,13 @@ needs on top is done once, here:
 - Free text is never followed directly by free text: Lark's lexer would read both as one token, and
   two texts side by side could spell a control token between them.
 
-`call_grammar()` is the language of `parse_call`; `output_grammar()` a whole model turn.
+`_turns` builds the grammars the exports start from with `Builder`: one call block (the language of
+`parse_call`), a whole model turn.
 """
 
 from __future__ import annotations
 
 import functools
-from types import MappingProxyType
 
 import lark
 from lark.load_grammar import GrammarBuilder
@@ -32,9 +32,10 @@ from lark.load_grammar import GrammarBuilder
 from .. import grammar as source
 from .._compat import grammar_definitions, ignored_terminal_names
 from .. import tokens
-from . import numbers, regular
-from .ir import Choice, Expr, Grammar, Literal, Ref, Repeat, Seq, Special, char_class, choice, seq
-from .regular import CannotDerive
+from . import _numbers as numbers, _regular as regular, _token_language
+from .ir import Choice, Expr, Literal, Ref, Repeat, Seq, Special, choice, seq
+from ._expressions import to_expr
+from ._regular import CannotDerive
 
 WS_RULE = "ws"
 
@@ -102,7 +103,7 @@ def _follow_tree(name: str, starts: tuple[str, ...]):
             continue
         options.append(_strip_lookarounds(regular.from_pattern(defs[other].pattern.value, defs[other].pattern.flags)
                                           if defs[other].pattern.type == "re" else regular.literal(defs[other].pattern.value)))
-    anything = regular.star(regular.rset(regular._ALL))
+    anything = regular.star(regular.rset(regular.ALL))
     skip = [i for i in ignored if defs[name].priority <= i.priority]
     follow = regular.cat(regular.alt(*options), anything) if options else None
     if follow is not None and skip:
@@ -138,7 +139,7 @@ def terminal_language(name: str, starts: tuple[str, ...]):
     """The automaton of the strings the lexer takes for terminal `name` where the parser for
     `starts` expects it."""
     term = _terminal_defs()[name]
-    return regular.token_language(term.pattern.value, term.pattern.flags, _follow_tree(name, starts))
+    return _token_language.token_language(term.pattern.value, term.pattern.flags, _follow_tree(name, starts))
 
 
 def terminal_text(name: str, starts: tuple[str, ...]) -> tuple[str, Expr, str]:
@@ -151,8 +152,8 @@ def terminal_text(name: str, starts: tuple[str, ...]) -> tuple[str, Expr, str]:
     if _accepts_only_empty(mid):
         return head, Seq(()), tail
     if mid.start in mid.accept:
-        return head, Repeat(regular.to_expr(_non_empty(mid)), 0, 1), tail
-    return head, regular.to_expr(mid), tail
+        return head, Repeat(to_expr(_non_empty(mid)), 0, 1), tail
+    return head, to_expr(mid), tail
 
 
 def terminal_chars(name: str, starts: tuple[str, ...]) -> tuple[tuple[int, int], ...] | None:
@@ -207,7 +208,7 @@ NUMBER_TERMINALS = ("INTEGER", "FLOAT")
 
 
 def _number_text(name: str, dfa, starts: tuple[str, ...]) -> Expr:
-    integer = regular.to_expr(_split_markers(terminal_language("INTEGER", starts))[1])
+    integer = to_expr(_split_markers(terminal_language("INTEGER", starts))[1])
     if name == "INTEGER":
         return numbers.bounded_integer(integer)
     return numbers.finite_float(numbers.digit_class(integer))
@@ -227,9 +228,9 @@ def _pieces(dfa, base: str, rules: dict, trailing: Expr | None) -> Expr | None:
         if _accepts_only_empty(dfa):
             return trailing
         if dfa.start in dfa.accept:  # may be empty: the lexeme optional, never empty itself
-            text = regular.to_expr(_non_empty(dfa))
+            text = to_expr(_non_empty(dfa))
             return choice(seq(text, trailing), trailing) if trailing else Repeat(text, 0, 1)
-        return seq(regular.to_expr(dfa), *([trailing] if trailing else []))
+        return seq(to_expr(dfa), *([trailing] if trailing else []))
     entries = [dfa.start]
     names: dict[int, str] = {}
 
@@ -288,7 +289,7 @@ def _pieces(dfa, base: str, rules: dict, trailing: Expr | None) -> Expr | None:
 def _chunk(dfa, start: int, ends) -> Expr | None:
     """The non-empty text leading from `start` to a state of `ends`, or None when there is none."""
     sub = regular.minimize(_non_empty(regular.DFA(dfa.alphabet, dfa.trans, frozenset(ends), start)))
-    return None if regular.is_empty(sub) else regular.to_expr(sub)
+    return None if regular.is_empty(sub) else to_expr(sub)
 
 
 def _split_markers(dfa):
@@ -326,7 +327,7 @@ def _all_start_with(dfa, marker: str) -> bool:
 def _all_end_with(dfa, marker: str) -> bool:
     """Every string of `dfa` ends with `marker`: the strings that do not are none."""
     alphabet = dfa.alphabet
-    not_ending = regular.to_dfa(regular.cat(regular.star(regular.rset(regular._TEXT)), regular.literal(marker)), alphabet)
+    not_ending = regular.to_dfa(regular.cat(regular.star(regular.rset(regular.TEXT)), regular.literal(marker)), alphabet)
     others = regular.DFA(alphabet, not_ending.trans, frozenset(range(len(not_ending.trans))) - not_ending.accept)
     return regular.is_empty(regular.intersect(dfa, others)) and not regular.is_empty(dfa)
 
@@ -343,7 +344,7 @@ def _non_empty(dfa):
 
 
 # --- rules ----------------------------------------------------------------------------------------------
-class _Builder:
+class Builder:
     def __init__(self, starts: tuple[str, ...], exclude: frozenset[str] = frozenset()):
         self.starts = starts
         self.exclude = exclude  # grammar rules left out of every alternation that offers them
@@ -374,7 +375,7 @@ class _Builder:
         if WS_RULE not in self.rules:
             (name,) = _ignored()
             term = _terminal_defs()[name]
-            self.rules[WS_RULE] = regular.to_expr(regular.to_dfa(
+            self.rules[WS_RULE] = to_expr(regular.to_dfa(
                 regular.from_pattern(term.pattern.value, term.pattern.flags),
                 regular.Alphabet({r[1] for r in _sets(regular.from_pattern(term.pattern.value))})))
         return Ref(WS_RULE)
@@ -461,90 +462,3 @@ def _sets(tree):
             yield from _sets(t)
     elif tree[0] == "rep":
         yield from _sets(tree[1])
-
-
-@functools.lru_cache(maxsize=1)
-def call_grammar() -> Grammar:
-    """One call block: exactly the language of `parse_call` (whitespace before it included, as
-    the parser ignores it)."""
-    b = _Builder(source.BLOCK_STARTS)
-    block = b.rule("call_block")
-    b.rules["start"] = seq(Repeat(b.ws(), 0, 1), Ref(block))
-    return Grammar("start", MappingProxyType(dict(b.rules)))  # cached: shared, so read-only
-
-
-# How much text may come before the call a turn must make (`tool_choice` "required" or a named
-# function). Unbounded, a model that keeps writing prose never reaches the call the grammar
-# insists on (llama.cpp's lazy grammars looped this way); bounded, the call comes within this
-# many characters. The prefix also holds no `<`, the first character of every marker, so it can
-# neither spell a marker nor leave one half-written: a preamble such as "Let me check that." fits.
-MAX_PREFIX_CHARS = 512
-
-CALL_RULE = "call_block"
-THOUGHT_RULE = "thought"
-OUTPUT_RULE = "model_output"
-MODES = ("none", "auto", "required", "function")
-
-
-def output_grammar(*, mode: str = "auto", thinking: bool = True, call_block: Grammar | None = None) -> Grammar:
-    """A whole model turn, as the grammar's `model_output` rule has it: text, thoughts and call
-    blocks in any order, then an optional stop marker. `thinking=False` leaves thoughts out;
-    `mode` "none" leaves calls out, "required" and "function" ask for at least one call with at
-    most `MAX_PREFIX_CHARS` of text (and a thought, when thinking) before the first.
-    `call_block`, when given, stands for every call block (the declared tools')."""
-    g = _output_grammar(mode, thinking, call_block is not None and mode in ("required", "function"))
-    return with_call_block(g, call_block) if call_block is not None and mode != "none" else g
-
-
-@functools.lru_cache(maxsize=None)
-def _output_grammar(mode: str, thinking: bool, named_allowed: bool) -> Grammar:
-    # the turn without its tools: built once per mode and thinking
-    if mode not in MODES:
-        raise ValueError(f"unknown tool choice mode {mode!r}")
-    exclude = set()
-    if not thinking:
-        exclude.add(THOUGHT_RULE)
-    if mode == "none":
-        exclude.add(CALL_RULE)
-    b = _Builder(source.DOCUMENT_STARTS, frozenset(exclude))
-    output = b.rule(OUTPUT_RULE)
-    rules = dict(b.rules)
-    if mode in ("required", "function"):
-        if not named_allowed and mode == "function":
-            raise ValueError("a named tool_choice needs the declared tools")
-        first = [Ref(b.rule(THOUGHT_RULE))] if thinking else []
-        prefix = Repeat(char_class(_prefix_ranges()), 0, MAX_PREFIX_CHARS)
-        rules["start"] = seq(*(Repeat(f, 0, 1) for f in first), Repeat(Ref("call_prefix"), 0, 1),
-                             Ref(rule_name(CALL_RULE)), Ref(output))
-        rules["call_prefix"] = prefix
-        # every piece the turn may hold after its first call is what `auto` allows
-    else:
-        rules["start"] = Ref(output)
-    return Grammar("start", MappingProxyType(rules))  # cached: shared, so read-only
-
-
-def _prefix_ranges():
-    """Every character but the first characters of the markers."""
-    from .ir import complement_ranges, merge_ranges
-    return complement_ranges(merge_ranges((ord(m[0]), ord(m[0])) for m in tokens.CONTROL_TOKENS))
-
-
-def with_call_block(g: Grammar, call_block: Grammar) -> Grammar:
-    """`g` with its call block rule standing for `call_block`'s start rule (the declared tools'
-    call blocks), their rules beside those of `g` still in use."""
-    name = rule_name(CALL_RULE)
-    if name not in g.rules:
-        raise ValueError("the grammar has no call block to replace")
-    rules = dict(g.rules)
-    rules[name] = Ref(call_block.start)
-    rules.pop(call_block.start, None)
-    from .dialects import reachable
-
-    kept = {n: rules[n] for n in reachable(Grammar(g.start, {**rules, **{call_block.start: Literal("")}}))
-            if n != call_block.start}
-    clash = sorted(set(call_block.rules) & set(kept))
-    if clash:
-        raise ValueError(f"rule names used twice: {', '.join(clash)}")
-    kept.update(call_block.rules)
-    return Grammar(g.start, kept, structure=frozenset(n for n in g.structure | call_block.structure if n in kept),
-                   marks_apart=frozenset(n for n in g.marks_apart | call_block.marks_apart if n in kept))

@@ -1,20 +1,6 @@
-"""Regular languages as automata: what turns a terminal of the grammar, look-arounds and lazy
-repetitions included, into a plain regular language an engine can lex.
-
-A terminal's pattern means what Lark's lexer makes of it (see the grammar's header): matched at a
-position of the input, with Python's leftmost-first semantics, look-arounds that may see past the
-terminal into what follows it, and lazy repetitions that stop as early as they can. Engines accept
-none of that; they want the set of strings the terminal stands for. That set depends on what can
-follow the terminal, so it is computed here from the pattern and a follow language:
-
-    t belongs to the terminal  iff  for every follow f, the pattern matched on t·f takes exactly t
-
-The pattern is read into an automaton over the input with a marker `MARK` where the match ends
-(look-aheads are intersections with what comes after them, transparent to the marker); walking it
-over t, then the marker, then the follow decides whether a match ends at t, and threads started at
-each earlier position decide whether a shorter match (a lazy pattern) would have ended first. When
-the answer differs between two follows (the context, not the terminal, decides) the derivation
-refuses (`CannotDerive`) rather than guess.
+"""Regular languages as automata: pattern trees read from Python regular expressions, automata
+over them (determinized, minimized, intersected); `_expressions` turns them back into IR. What a
+terminal's pattern means to Lark's lexer, and so which strings it takes, is `_token_language`'s.
 
 Automata work over "atoms": the code-point ranges that no character class of the construction
 splits, plus `MARK` and `END` (the end of the input), two symbols beyond Unicode.
@@ -26,15 +12,14 @@ import re
 from dataclasses import dataclass
 
 from .._compat import sre_constants, sre_parse
-from .ir import (
-    MAX_CODE_POINT, CharClass, Choice, Expr, Literal, Repeat, Seq, char_class, choice, complement_ranges, merge_ranges, seq,
-)
 from ..error_base import Gemma4Error
+from .ir import MAX_CODE_POINT, complement_ranges, merge_ranges
+
 
 MARK = MAX_CODE_POINT + 1
 END = MAX_CODE_POINT + 2
-_ALL = ((0, END),)
-_TEXT = ((0, MAX_CODE_POINT),)
+ALL = ((0, END),)
+TEXT = ((0, MAX_CODE_POINT),)
 
 
 class CannotDerive(ValueError, Gemma4Error):
@@ -90,7 +75,7 @@ def _sre(items, dotall: bool) -> tuple:
         elif op is c.NOT_LITERAL:
             out.append(("set", _negate(((av, av),))))
         elif op is c.ANY:
-            out.append(("set", _TEXT if dotall else _negate(((10, 10),))))
+            out.append(("set", TEXT if dotall else _negate(((10, 10),))))
         elif op is c.IN:
             out.append(("set", _sre_class(av)))
         elif op is c.BRANCH:
@@ -132,22 +117,22 @@ def _negate(ranges) -> tuple:
     return complement_ranges(merge_ranges(ranges))
 
 
-def _ranges_in(tree, acc: set):
+def ranges_in(tree, acc: set):
     kind = tree[0]
     if kind == "set":
         acc.add(tree[1])
     elif kind in ("cat", "alt"):
         for t in tree[1]:
-            _ranges_in(t, acc)
+            ranges_in(t, acc)
     elif kind == "rep":
-        _ranges_in(tree[1], acc)
+        ranges_in(tree[1], acc)
     elif kind == "look":
-        _ranges_in(tree[2], acc)
+        ranges_in(tree[2], acc)
     elif kind == "and":
-        _ranges_in(tree[1], acc)
-        _ranges_in(tree[2], acc)
+        ranges_in(tree[1], acc)
+        ranges_in(tree[2], acc)
     elif kind in ("not", "mark_transparent"):
-        _ranges_in(tree[1], acc)
+        ranges_in(tree[1], acc)
 
 
 def has_lookaround(tree) -> bool:
@@ -205,7 +190,7 @@ class Alphabet:
         return merge_ranges(self.atoms[a] for a in atoms)
 
     def text_atoms(self) -> frozenset[int]:
-        return self.atoms_in(_TEXT)
+        return self.atoms_in(TEXT)
 
 
 # --- automata ---------------------------------------------------------------------------------------
@@ -434,244 +419,3 @@ def minimize(d: DFA) -> DFA:
 
 def is_empty(d: DFA) -> bool:
     return d.start not in d.live()
-
-
-# --- the match encoding -------------------------------------------------------------------------------
-def _encode(tree, cont):
-    """The strings `u` = (what the pattern matches) MARK (the rest of the input) whose pattern
-    match continues with `cont` after `tree`: look-aheads become intersections with what follows
-    them, reading through the marker."""
-    kind = tree[0]
-    if kind == "set":
-        return cat(tree, cont)
-    if kind == "cat":
-        for item in reversed(tree[1]):
-            cont = _encode(item, cont)
-        return cont
-    if kind == "alt":
-        return alt(*(_encode(o, cont) for o in tree[1]))
-    if kind == "rep":
-        if has_lookaround(tree[1]):
-            raise CannotDerive("a look-around inside a repetition")
-        return cat(tree, cont)
-    if kind == "look":
-        # the look-ahead's pattern, then anything: its own look-aheads see to the end of the input
-        seen = ("mark_transparent", _encode(tree[2], star(rset(_ALL))))
-        return ("and", cont, seen if tree[1] else ("not", seen))
-    raise CannotDerive(f"unknown pattern node {kind}")
-
-
-def token_language(pattern: str, flags="", follow=None) -> DFA:
-    """The strings the terminal `pattern` takes, as the lexer reads it, when what follows it is one
-    of the strings of `follow` (a pattern tree over text and END; None: anything).
-
-    A pattern with a lazy repetition takes the shortest match, any other a match that ends where
-    the follow lets it. A pattern whose top level is an alternation with a lazy first option
-    (`(?:A+?(?=X)|A+)`) takes the first option's shortest match when it has one, else the later
-    option's: the first decides every follow but the end of the input, the later one the end
-    (where the first finds nothing), and a string belongs only if both agree on it.
-    Raises `CannotDerive` when the follow language does not decide the question.
-    """
-    tree = from_pattern(pattern, flags)
-    follow_tree = follow if follow is not None else star(rset(_ALL))
-    classes: set = set()
-    _ranges_in(tree, classes)
-    _ranges_in(follow_tree, classes)
-    alphabet = Alphabet(classes)
-    mark_then_rest = cat(rset(((MARK, MARK),)), star(rset(_ALL)))
-    f = to_dfa(follow_tree, alphabet)
-    split = _split_first_option(tree)
-    if split is None:
-        q = to_dfa(_encode(tree, mark_then_rest), alphabet)
-        return _token_automaton(q, f, shortest=has_lazy(tree))
-    first, later = split
-    end = to_dfa(rset(((END, END),)), alphabet)
-    not_end = intersect(f, DFA(alphabet, end.trans, frozenset(range(len(end.trans))) - end.accept, end.start))
-    q1 = to_dfa(_encode(first, mark_then_rest), alphabet)
-    result = _token_automaton(q1, not_end, shortest=True) if not is_empty(not_end) else None
-    if not is_empty(intersect(f, end)):
-        q2 = to_dfa(_encode(later, mark_then_rest), alphabet)
-        at_end = intersect(_token_automaton(q1, end, shortest=True, none_anywhere=True),
-                           _token_automaton(q2, end, shortest=False))
-        result = at_end if result is None else intersect(result, at_end)
-    if result is None:
-        raise CannotDerive("an empty follow language")
-    return result
-
-
-def _split_first_option(tree):
-    """(prefix then first option, prefix then the later options) for `prefix (?:A|B)` with A
-    lazy; None for any other shape."""
-    items = tree[1] if tree[0] == "cat" else (tree,)
-    for i, item in enumerate(items):
-        if item[0] == "alt" and has_lazy(item[1][0]):
-            rest = item[1][1:]
-            return (cat(*items[:i], item[1][0], *items[i + 1:]), cat(*items[:i], alt(*rest), *items[i + 1:]))
-    return None
-
-
-def _token_automaton(q: DFA, follow: DFA, *, shortest: bool, none_anywhere: bool = False) -> DFA:
-    """The token automaton of match automaton `q` under `follow`. `none_anywhere`: instead, the
-    strings in which no match ends at all (for any follow)."""
-    a = q.alphabet
-    text = sorted(a.text_atoms())
-    live = q.live()
-    verdicts: dict[int, str] = {}
-
-    def verdict(state: int) -> str:
-        """'all', 'none' or 'some': whether the rest of the input can be every follow, none, some."""
-        if state not in verdicts:
-            if state not in live:
-                verdicts[state] = "none"
-            else:
-                residual = DFA(a, q.trans, q.accept, state)
-                meet = intersect(residual, follow)
-                if is_empty(meet):
-                    verdicts[state] = "none"
-                else:
-                    missing = intersect(follow, DFA(a, q.trans, frozenset(range(len(q.trans))) - q.accept, state))
-                    verdicts[state] = "all" if is_empty(missing) else "some"
-        return verdicts[state]
-
-    def after_mark(state: int) -> int:
-        return q.trans[state][a.mark]
-
-    start = (q.start, frozenset())
-    index = {start: 0}
-    order = [start]
-    trans, accept = [], set()
-    dead_key = (None, frozenset())
-    for main, threads in order:
-        if main is None:  # the sink
-            i = index[dead_key]
-            trans.append([i] * len(a.atoms))
-            continue
-        ending = verdict(after_mark(main))
-        blocked = [verdict(r) for r in threads]
-        if none_anywhere:
-            if ending == "none" and all(v == "none" for v in blocked):
-                accept.add(index[(main, threads)])
-        elif shortest and (ending == "some" or "some" in blocked):
-            raise CannotDerive("the follow language does not decide where the terminal ends")
-        elif shortest and ending == "all" and "all" not in blocked:
-            accept.add(index[(main, threads)])
-        elif not shortest and ending != "none":
-            # a greedy terminal: a match that ends here for some follows. Where a longer match
-            # would take the follow's first characters (`thought` then a newline), the longer
-            # token then a shorter follow spell the same text: the language is the same.
-            accept.add(index[(main, threads)])
-        row = [0] * len(a.atoms)
-        for x in range(len(a.atoms)):
-            if x not in text or main not in live:
-                key = dead_key
-            else:
-                moved = {q.trans[r][x] for r in threads}
-                if shortest or none_anywhere:
-                    moved.add(q.trans[after_mark(main)][x])
-                key = (q.trans[main][x], frozenset(r for r in moved if r in live))
-            if key not in index:
-                index[key] = len(order)
-                order.append(key)
-            row[x] = index[key]
-        trans.append(row)
-    return minimize(DFA(a, trans, frozenset(accept)))
-
-
-# --- automata back to expressions ----------------------------------------------------------------------
-def to_expr(d: DFA) -> Expr:
-    """A regular expression (IR) for the text `d` accepts, by state elimination. Raises
-    `CannotDerive` for the empty language (nothing to write)."""
-    a = d.alphabet
-    text = a.text_atoms()
-    live = d.live()
-    if d.start not in live:
-        raise CannotDerive("the empty language")
-    states = [s for s in range(len(d.trans)) if s in live]
-    START, FINAL = -1, -2
-    edges: dict[tuple[int, int], Expr] = {}
-
-    def add(i, j, e):
-        edges[(i, j)] = choice(edges[(i, j)], e) if (i, j) in edges else e
-
-    edges[(START, d.start)] = Literal("")
-    for s in states:
-        by_target: dict[int, set] = {}
-        for x in text:
-            t = d.trans[s][x]
-            if t in live:
-                by_target.setdefault(t, set()).add(x)
-        for t, atoms in by_target.items():
-            add(s, t, char_class(a.ranges_of(atoms)))
-        if s in d.accept:
-            add(s, FINAL, Literal(""))
-    remaining = list(states)
-    while remaining:
-        # eliminate the state with the fewest paths through it first: smaller expressions
-        def cost(k):
-            ins = sum(1 for (i, j) in edges if j == k and i != k)
-            outs = sum(1 for (i, j) in edges if i == k and j != k)
-            return ins * outs
-        k = min(remaining, key=cost)
-        remaining.remove(k)
-        loop = edges.pop((k, k), None)
-        ins = [(i, e) for (i, j), e in list(edges.items()) if j == k]
-        outs = [(j, e) for (i, j), e in list(edges.items()) if i == k]
-        for i, _ in ins:
-            del edges[(i, k)]
-        for j, _ in outs:
-            del edges[(k, j)]
-        middle = Repeat(loop) if loop is not None else None
-        for i, ein in ins:
-            for j, eout in outs:
-                add(i, j, _seq(ein, middle, eout))
-    return _simplify(edges.get((START, FINAL), Literal("")))
-
-
-def _seq(*parts) -> Expr:
-    items = [_one_char(p) for p in parts if p is not None and p != Literal("")]
-    if not items:
-        return Literal("")
-    out: list[Expr] = []
-    for item in items:
-        if isinstance(item, Literal) and out and isinstance(out[-1], Literal):
-            out[-1] = Literal(out[-1].text + item.text)
-        else:
-            out.append(item)
-    return seq(*out)
-
-
-def _one_char(e: Expr) -> Expr:
-    """A class of one character as that character, so that `thought` reads as a word."""
-    if isinstance(e, CharClass):
-        from .ir import class_ranges
-        ranges = class_ranges(e.chars)
-        if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
-            return Literal(chr(ranges[0][0]))
-    return e
-
-
-def _simplify(e: Expr) -> Expr:
-    """Optional parts as `Repeat(x, 0, 1)` instead of a choice with the empty string."""
-    if isinstance(e, Seq):
-        return _seq(*(_simplify(i) for i in e.items))
-    if isinstance(e, Repeat):
-        return Repeat(_simplify(e.item), e.min, e.max)
-    if isinstance(e, Choice):
-        options = []
-        for o in e.options:
-            o = _simplify(o)
-            if o not in options:
-                options.append(o)
-        empty = Literal("") in options
-        rest = [o for o in options if o != Literal("")]
-        if not rest:
-            return Literal("")
-        # one class for single characters side by side
-        classes = [o for o in rest if isinstance(o, CharClass)]
-        if len(classes) > 1:
-            from .ir import class_ranges
-            merged = char_class([r for c in classes for r in class_ranges(c.chars)])
-            rest = [merged] + [o for o in rest if not isinstance(o, CharClass)]
-        body = choice(*rest)
-        return Repeat(body, 0, 1) if empty else body
-    return e
