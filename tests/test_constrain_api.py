@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gemma4_lark import constrain
+from gemma4_lark import Gemma4Error, constrain
 from gemma4_lark.constrain import _turns, ir
 
 
@@ -21,6 +21,14 @@ def test_bad_arguments(kwargs, error):
     fmt = kwargs.pop("fmt", "gbnf")
     with pytest.raises(error):
         constrain.grammar(fmt, **kwargs)
+
+
+@pytest.mark.parametrize("tool_choice", ["sometimes", {"type": "function", "function": {"name": "f"}}])
+def test_a_requests_bad_tool_choice_is_a_library_error_naming_it(tool_choice):
+    # what the request got wrong (not how the API was called) is one of the library's errors, as
+    # the stream's read_tool_choice reports it: one `except Gemma4Error` catches it
+    with pytest.raises(Gemma4Error, match="tool_choice"):
+        constrain.grammar("gbnf", scope="output", tool_choice=tool_choice)
 
 
 def test_every_format_and_scope():

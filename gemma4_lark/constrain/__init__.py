@@ -50,6 +50,7 @@ def ir_grammar(*, scope: str = "call", tools: Any = None, tool_choice: Any = "au
     """The engine-neutral grammar `grammar()` prints. `balanced`: each object's members as a
     balanced tree of rules, log2(n) deep, not a chain of one rule per member (the same language;
     what `grammar()` gives llguidance, whose compiler overflowed its stack on a long chain)."""
+    from ..fields import ShapeError
     from ..tools import read_tool_choice, read_tools
     from . import _turns
 
@@ -60,7 +61,8 @@ def ir_grammar(*, scope: str = "call", tools: Any = None, tool_choice: Any = "au
     declared = read_tools(tools) if tools is not None else ()
     choice = read_tool_choice(tool_choice, declared)
     if choice.mode == "function" and tools is None:
-        raise ValueError(f"tool_choice names {choice.name!r}, but no tools are declared")
+        # the request's own mistake, as read_tool_choice reports one: a ShapeError (a ValueError)
+        raise ShapeError("tool_choice", f"names {choice.name!r}, but no tools are declared")
     call_block = None
     if tools is not None and choice.mode != "none":
         from .schema import tool_call_rules  # the declared tools' call blocks
