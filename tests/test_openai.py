@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from gemma4_incremental import StreamParser, parse_output
+from gemma4_incremental.arguments import MAX_TOKEN_CHARS
 from gemma4_incremental.openai import OpenAIStream, to_openai_message
 from gemma4_lark import strategies
 from gemma4_lark.render.official import render_chat
@@ -395,7 +396,7 @@ def test_long_calls_arrive_in_several_fragments():
 
 
 def test_a_long_bare_word_keeps_the_argument_buffer_bounded():
-    from gemma4_incremental.arguments import MAX_TOKEN_CHARS, ArgumentStream
+    from gemma4_incremental.arguments import ArgumentStream
     arguments = ArgumentStream()
     arguments.feed("{a:")
     for _ in range(3 * MAX_TOKEN_CHARS // 4):
@@ -427,8 +428,12 @@ _ARGUMENT_SHAPES = {
     "'<' in a string": lambda n: "{a:" + D_ + "a<b " * (n // 4) + D_ + "}",
     "many members": lambda n: "{" + ",".join(f"k{i}:[{i},true]" for i in range(n // 12)) + "}",
 }
-_ARGUMENT_GUARDS = [Guard(f"argument stream, {name}", _feed_arguments, lambda n, shape=shape: list(shape(n)), 4_000)
-                    for name, shape in _ARGUMENT_SHAPES.items()]
+# Compared past MAX_TOKEN_CHARS: a growing bare word is read again with each character until it
+# reaches that many, where the stream stops streaming it (the bound on a character's cost). Below
+# the bound a growing word costs quadratic time, so two sizes on either side of it read as such
+# (500 and 8,000: 55x); past it the bound must hold, and a broken bound reads 256x.
+_ARGUMENT_GUARDS = [Guard(f"argument stream, {name}", _feed_arguments, lambda n, shape=shape: list(shape(n)), 4_096,
+                          min_size=MAX_TOKEN_CHARS) for name, shape in _ARGUMENT_SHAPES.items()]
 test_streaming_arguments_is_linear, test_the_argument_stream_guard_can_fail = guard_tests(
     _ARGUMENT_GUARDS, twins=_ARGUMENT_GUARDS[-1:])
 

@@ -53,6 +53,7 @@ class Guard:
     size: int
     max_size: int | None = None
     min_time: float = MIN_TIME
+    min_size: int = 64  # where the halving stops: below a bound the work is held to, sizes say nothing
 
     def __str__(self) -> str:
         return self.name
@@ -71,7 +72,7 @@ class Measured:
 
 def _small_size(guard: Guard, run: Callable[[Any], Any]) -> tuple[int, float]:
     """The size at which one run takes between min_time and 2 * min_time (doubled or halved from
-    guard.size, within [64, max_size]; halving stops before a run gets shorter than min_time), and
+    guard.size, within [min_size, max_size]; halving stops before a run gets shorter than min_time), and
     its time: long enough to time, short enough that the 16x run, and a quadratic twin's, stay cheap."""
     largest = guard.max_size if guard.max_size is not None else 64 * guard.size
 
@@ -85,7 +86,7 @@ def _small_size(guard: Guard, run: Callable[[Any], Any]) -> tuple[int, float]:
     while small < guard.min_time and size < largest:
         size = min(size * 2, largest)
         small = timed(size)
-    while small >= 2 * guard.min_time and size > 64:
+    while small >= 2 * guard.min_time and size // 2 >= guard.min_size:
         half = timed(size // 2)
         if half < guard.min_time:
             break
