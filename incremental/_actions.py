@@ -54,7 +54,12 @@ def _end_block(machine, marker: str, start: int, events: list) -> bool:
 
 
 def _end_bare(machine, marker: str, start: int, events: list) -> bool:
-    machine.end_block(events, start, closed=False)
+    # The bare block's object is closed. A call: a further bare call may follow (the row's
+    # LINE_START). Prose after all (it does not decode): the text state, as after any prose, so
+    # that a `call:NAME{` right after it is prose too (a guess never follows a failed guess).
+    if machine.end_block(events, start, closed=False):
+        machine.restart = start
+        return True
     return False
 
 

@@ -367,10 +367,11 @@ class StreamMachine:
         return decide_block(raw, self.policy, closed=closed, at_end=at_end, bare=block.bare, text_markers=spelled,
                             delimiters=block.delimiters)
 
-    def end_block(self, events: list, end: int, closed: bool, at_end: bool = False, outcomes=None) -> None:
+    def end_block(self, events: list, end: int, closed: bool, at_end: bool = False, outcomes=None) -> bool:
         """The open block is over: at `<tool_call|>` (`closed`), at a marker that ends it unclosed,
         or at the end of the stream (`at_end`). Its outcomes, as `decide_block` decides them (or
-        as given), go out as events, numbered in order."""
+        as given), go out as events, numbered in order. True when it was a bare guess that is
+        prose after all (then text, and the state is the table's text state)."""
         if outcomes is None:
             block = self.block
             if block.size > self.limit and not block.oversized:  # a lone opener past a tiny limit
@@ -402,6 +403,7 @@ class StreamMachine:
             self.call_count = index + len(outcomes)
         if not block.oversized:
             self.after_block = end
+        return outcomes is None
 
     # --- the end of the stream --------------------------------------------------------------------
     def finish(self, stopped: bool = False) -> list:

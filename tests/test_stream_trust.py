@@ -429,6 +429,26 @@ def test_braces_inside_strings_do_not_end_a_bare_call_and_bare_calls_may_follow(
     assert out.text == " done"
 
 
+@pytest.mark.parametrize("text", [
+    "call:f{a b c}call:rm{x:1}",
+    "call:f{wow, such json}call:rm{x:1}",
+    "<|channel>thought\nhm<channel|>call:f{I think so}call:rm{x:1}",
+    "call:a{x:1}call:f{a b c}call:rm{x:1}",
+])
+@pytest.mark.parametrize("tools", [None, [{"type": "function", "function": {"name": n, "parameters": {}}}
+                                          for n in ("a", "f", "rm")]])
+def test_a_failed_bare_guess_is_prose_and_no_bare_call_follows_it(text, tools):
+    # found by review: a guess that was prose went back to LINE_START, so a `call:NAME{` right
+    # after it (mid-line, no closer) became a call; after prose, as after any prose, it is text
+    prose_at = text.index("call:f")
+    for size in (1, 2, 7, len(text)):
+        events = run(split_every(text, size), tools=tools)
+        out = collect(events)
+        assert [c.name for c in out.calls] == (["a"] if text.startswith("call:a") else []), (size, out.calls)
+        assert out.errors == [] and out.text.endswith(text[prose_at:])
+        assert_tiles(events, text)
+
+
 def test_a_bare_block_opens_only_on_the_grammar_form():
     long = "call:me(maybe) " + "x" * (4 * 2**20 + 10)
     out = parse_output(long)
