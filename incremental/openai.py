@@ -207,7 +207,7 @@ class OpenAIStream:
         if self._finished:
             return []
         if finish_reason is not None and type(finish_reason) is not str:
-            raise TypeError(f"finish_reason must be str or None, not {type(finish_reason).__name__}")
+            finish_reason = plain_str(finish_reason, "finish_reason")  # a str enum reads as its value
         self._finished = True
         events = self._parser_feed("")
         chunks = self._chunks(events + self.parser.flush(finish_reason), "", self._fed)

@@ -134,7 +134,7 @@ def parse_output(text: str, *, finish_reason: str | None = None, **options: Any)
     StreamParser raises for malformed `tools`; problems in the text are in the result's `errors`,
     calls' diagnostics and `diagnostics`."""
     if finish_reason is not None and type(finish_reason) is not str:  # (checked on both paths)
-        raise TypeError(f"finish_reason must be str or None, not {type(finish_reason).__name__}")
+        finish_reason = plain_str(finish_reason, "finish_reason")  # a str enum reads as its value
     if type(text) is not str:
         text = plain_str(text, "text")
     parser = StreamParser(**options)

@@ -286,7 +286,7 @@ class StreamParser:
         before a `<turn|>` (not strict). "length", anything else, or None: it may have been cut
         off, so it stays a `tool_call_error` (docs/streaming.md#which-blocks-are-calls)."""
         if finish_reason is not None and type(finish_reason) is not str:
-            raise TypeError(f"finish_reason must be str or None, not {type(finish_reason).__name__}")
+            finish_reason = plain_str(finish_reason, "finish_reason")  # a str enum reads as its value
         machine = self._machine
         if machine.state is _DONE:
             return []

@@ -84,6 +84,25 @@ def test_the_finish_reason_is_checked():
         OpenAIStream(StreamParser()).flush(finish_reason=["stop"])
 
 
+def test_a_str_enum_finish_reason_is_its_value():
+    # found by review: a server's enum of finish reasons (a str subclass) was refused, while the
+    # chunks themselves may be str subclasses (issue 30, section 6)
+    import enum
+
+    class Reason(str, enum.Enum):
+        STOP = "stop"
+        LENGTH = "length"
+
+    stopped = parse_output(COMPLETE, finish_reason=Reason.STOP)
+    assert [c.name for c in stopped.calls] == [c.name for c in parse_output(COMPLETE, finish_reason="stop").calls] != []
+    assert parse_output(COMPLETE, finish_reason=Reason.LENGTH).calls == []
+    parser = StreamParser()
+    assert [type(e).__name__ for e in parser.feed(COMPLETE) + parser.flush(Reason.STOP)].count("ToolCallEnd") == 1
+    stream = OpenAIStream(StreamParser(id_factory=counter_ids()))
+    chunks = stream.feed(COMPLETE) + stream.flush(finish_reason=Reason.STOP)
+    assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+
+
 def test_the_openai_stream_passes_it_on():
     def final(reason):
         stream = OpenAIStream(StreamParser(id_factory=counter_ids()))
