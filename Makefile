@@ -15,9 +15,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The whole suite, CI's command, on TEST_WORKERS processes (pytest-xdist; 0: in this one).
-# Each test file stays on one worker, in order, its module fixtures built once.
+# Each test file stays on one worker, in order, its module fixtures built once; the longest files
+# start first (tests/conftest.py, LONGEST_FIRST).
 TEST_WORKERS ?= 2
-PYTEST_WORKERS := -n $(TEST_WORKERS) --dist loadfile
+PYTEST_WORKERS := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 test: $(STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_WORKERS)
 
