@@ -8,13 +8,16 @@ import json
 import math
 import os
 import pathlib
+import shlex
+import sys
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 from gemma4_lark import accelerators
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+TESTS = pathlib.Path(__file__).resolve().parent  # the helpers and data folders beside the test folders
+REPO = TESTS.parent
 SHARED_DATA = pathlib.Path(os.environ.get("GEMMA4_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 # `ci`, the default, is derandomized: every run of a commit draws the same examples (seeded from each
@@ -45,6 +48,11 @@ def minimum_versions() -> dict[str, str]:
             name, version = line.split("==")
             pins[name.strip()] = version.strip()
     return pins
+
+
+def hostile(*args) -> str:
+    """The command line of tests/targets/hostile.py, a conformance target that misbehaves as `args` say."""
+    return shlex.join([sys.executable, str(TESTS / "targets" / "hostile.py"), *map(str, args)])
 
 
 def shared_file(*parts) -> pathlib.Path:

@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from gemma4_lark.cli import build_parser, main
+from conftest import REPO
 
 GEMMA = [sys.executable, "-m", "gemma4_lark"]
 CALL = '<|tool_call>call:f{a:<|"|>x<|"|>}<tool_call|>'
@@ -341,9 +342,8 @@ def test_every_option_has_help():
 
 def test_guide_documents_every_command_and_option():
     import argparse
-    import pathlib
 
-    guide = (pathlib.Path(__file__).parent.parent / "docs" / "guide.md").read_text(encoding="utf-8")
+    guide = (REPO / "docs" / "guide.md").read_text(encoding="utf-8")
     section = guide[guide.index("## Command line"):]
     for action in build_parser()._actions:
         if isinstance(action, argparse._SubParsersAction):

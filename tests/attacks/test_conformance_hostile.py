@@ -5,7 +5,6 @@ quadratic time. Timing and memory are compared between sizes in one run, never a
 
 import json
 import shlex
-import pathlib
 import subprocess
 import sys
 import time
@@ -17,14 +16,10 @@ from gemma4_lark.cli import main
 from gemma4_lark.conformance import categorize
 from gemma4_lark.conformance.protocol import ProtocolError, json_text, read_answer
 from gemma4_incremental import conformance
+from conftest import hostile
 
-HOSTILE = pathlib.Path(__file__).parent / "targets" / "hostile.py"
 SERVE = [sys.executable, "-m", "gemma4_lark", "conformance", "serve"]
 SMALL = ["--generated", "2", "--mutated", "2", "--shrink-seconds", "1", "--startup", "60"]
-
-
-def hostile(*args) -> str:
-    return shlex.join([sys.executable, str(HOSTILE), *map(str, args)])
 
 
 def _run(capsys, tmp_path, target, *extra):

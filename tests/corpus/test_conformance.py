@@ -2,7 +2,6 @@
 expected JSON, every invalid input fails at its expected line and column."""
 
 import json
-import pathlib
 
 import pytest
 
@@ -10,9 +9,9 @@ import gemma4_lark as g
 from gemma4_lark.model import to_jsonable
 from gemma4_lark.parser import parse
 
-from conftest import same
+from conftest import same, TESTS
 
-CORPUS = pathlib.Path(__file__).parent / "conformance"
+CORPUS = TESTS / "conformance"
 
 
 def _cases(kind):

@@ -13,7 +13,6 @@ and arguments; numbers by value for Ollama, whose arguments are Go float64s, els
 """
 
 import json
-import pathlib
 import random
 import re
 
@@ -24,9 +23,10 @@ from gemma4_incremental import StreamParser, collect
 from gemma4_incremental.openai import to_openai_message
 
 from stream_helpers import counter_ids, split_every
+from conftest import REPO, TESTS
 
-PEERS = pathlib.Path(__file__).parent / "peers"
-LENIENCY = pathlib.Path(__file__).parent.parent / "docs" / "leniency.md"
+PEERS = TESTS / "peers"
+LENIENCY = REPO / "docs" / "leniency.md"
 CASES = [json.loads(line) for path in sorted(PEERS.glob("*.jsonl"))
          for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 

@@ -6,6 +6,7 @@ import pytest
 import gemma4_lark as g
 
 from conftest import load_jsonl, numbers_by_value, shared_file
+from conversations import MESSAGES, TOOLS
 
 
 def _strict_blocks():
@@ -37,40 +38,6 @@ def _render(template_name, **context):
     env.globals["raise_exception"] = raise_exception
     source = shared_file("gemma4-templates", template_name).read_text(encoding="utf-8")
     return env.from_string(source).render(bos_token="<bos>", **context)
-
-
-TOOLS = [
-    {"type": "function", "function": {
-        "name": "get_current_weather", "description": "Gets the weather.",
-        "parameters": {"type": "object", "properties": {
-            "location": {"type": "string", "description": "City, country"},
-            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
-            "days": {"type": "integer", "nullable": True},
-            "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}},
-            "points": {"type": "array", "items": {"type": "object", "properties": {
-                "x": {"type": "number"}, "label-name": {"type": "string"}}, "required": ["x"]}},
-            "filters": {"type": "object", "properties": {"since": {"type": "string"}}, "required": ["since"]},
-        }, "required": ["location"]}}},
-    {"type": "function", "function": {
-        "name": "github:create-issue", "description": "Opens an issue.",
-        "parameters": {"type": "object", "properties": {"title": {"type": "string"}}},
-        "response": {"type": "object", "description": "The new issue."}}},
-]
-
-MESSAGES = [
-    {"role": "system", "content": "You are helpful."},
-    {"role": "user", "content": "Weather in Tokyo and open an issue."},
-    {"role": "assistant", "reasoning_content": "Two calls.", "content": "", "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "get_current_weather", "arguments": {
-            "location": "Tokyo, JP", "days": 3, "ratio": 1.0, "big": 1e20, "none": None, "flag": True,
-            "nested": {"B": [1, 2.5, {"x": "y"}], "a": "b"}}}},
-        {"id": "c2", "type": "function", "function": {"name": "github:create-issue", "arguments": {"title": "Bug"}}},
-    ]},
-    {"role": "tool", "tool_call_id": "c1", "content": "{\"temperature\": 15}"},
-    {"role": "tool", "tool_call_id": "c2", "content": [{"type": "text", "text": "created #7"}]},
-    {"role": "assistant", "content": "Done: 15 degrees, issue #7."},
-    {"role": "user", "content": [{"type": "text", "text": "Look"}, {"type": "image"}]},
-]
 
 
 @pytest.mark.parametrize("template", ["gemma4-e2b-2026-07.jinja", "gemma4-31b-2026-07.jinja"])

@@ -1,12 +1,11 @@
 """StreamParser against OMP's recorded streams (../shared/data/omp-stream-cases.jsonl)."""
 
-import pathlib
 
 from gemma4_incremental import ToolCallEnd, collect
 
 from conftest import load_jsonl
 from stream_helpers import assert_tiles, merged, run
-from conftest import numbers_by_value
+from conftest import numbers_by_value, REPO
 
 
 def _cases(kind=None):
@@ -98,7 +97,7 @@ def test_differences_from_omp_are_the_documented_ones():
 
 
 def test_omp_compatibility_is_documented():
-    doc = (pathlib.Path(__file__).parent.parent / "docs" / "omp-compatibility.md").read_text(encoding="utf-8")
+    doc = (REPO / "docs" / "omp-compatibility.md").read_text(encoding="utf-8")
     for rule in ("recovered", "names", "thought-newline", "call-in-thought", "stop-markers", "refused", "out-of-range",
                  "stray-markup", "unlabelled-channel"):
         assert f"`{rule}`" in doc, rule

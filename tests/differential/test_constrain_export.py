@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import json
-import pathlib
 import random
 
 import pytest
@@ -21,8 +20,9 @@ from gemma4_lark.errors import GemmaSyntaxError
 from gemma4_lark.parser import parse_call, parse_output_document
 
 from constrain_helpers import Matcher, gbnf_as_llguidance, lark_parser
+from conftest import TESTS
 
-CORPUS = pathlib.Path(__file__).parent / "conformance"
+CORPUS = TESTS / "conformance"
 SETTINGS = settings(max_examples=80, deadline=None, database=None,
                     suppress_health_check=list(HealthCheck))
 STRUCTURE = set(" \t\r\n,{}[]")

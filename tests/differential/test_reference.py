@@ -16,8 +16,9 @@ from gemma4_lark.errors import GemmaSyntaxError
 from gemma4_lark.reference import ReferenceScanner, read_call
 
 from stream_helpers import assert_tiles, run
+from conftest import REPO, TESTS
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # fuzz/ is a tool of the repo
+sys.path.insert(0, str(REPO))  # fuzz/ is a tool of the repo
 from fuzz import strategies as hostile  # noqa: E402
 
 # The shared vocabulary: what the oracle may take from the package. model.py is data only (the
@@ -108,7 +109,7 @@ def test_read_call_accepts_and_refuses_what_parse_call_does(block, max_depth):
 
 def _corpus_blocks():
     """Every block of the conformance corpus: call blocks as they are, values inside a call."""
-    root = pathlib.Path(__file__).parent / "conformance"
+    root = TESTS / "conformance"
     for kind in ("valid", "invalid"):
         for path in sorted((root / kind).glob("*.gemma")):
             text = path.read_text(encoding="utf-8")

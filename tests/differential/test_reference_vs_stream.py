@@ -8,7 +8,6 @@ for as long as it is given.
 """
 
 import itertools
-import pathlib
 import sys
 
 import pytest
@@ -18,9 +17,9 @@ from gemma4_incremental import StreamParser
 from gemma4_lark import fuzz, strategies, tokens
 from gemma4_lark.reference import ReferenceScanner
 
-from conftest import shared_cases
+from conftest import shared_cases, REPO
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # fuzz/ is a tool of the repo
+sys.path.insert(0, str(REPO))  # fuzz/ is a tool of the repo
 from fuzz import strategies as hostile  # noqa: E402
 from fuzz.properties import check_reference_agrees, reference_options  # noqa: E402
 

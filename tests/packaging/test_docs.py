@@ -1,14 +1,13 @@
 """The documentation: generated spec pages are current, examples in the grammar are checked, and
 the guide's code runs."""
 
-import pathlib
 import re
 
 import pytest
 
 from gemma4_lark import docs
+from conftest import REPO
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
 
 
 def test_spec_pages_are_current():

@@ -1,13 +1,13 @@
 """docs/serving.md's agent loop: render, model, parse, render, with OpenAI messages."""
 
 import json
-import pathlib
 
 import pytest
 
 from gemma4_lark.render import official
+from conftest import REPO
 
-DOC = pathlib.Path(__file__).resolve().parent.parent / "docs" / "serving.md"
+DOC = REPO / "docs" / "serving.md"
 
 
 def agent_loop_block():

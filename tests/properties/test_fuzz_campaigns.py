@@ -5,12 +5,12 @@ The deep campaign is `make fuzz` (docs/fuzzing.md). Every check here must pass: 
 each failure the campaigns ever found, so a regression shows as a failing corpus row.
 """
 
-import pathlib
 import sys
 
 import pytest
+from conftest import REPO
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # fuzz/ is a tool of the repo
+sys.path.insert(0, str(REPO))  # fuzz/ is a tool of the repo
 
 from fuzz import corpus, linear, properties, runner  # noqa: E402
 from fuzz.properties import CAMPAIGNS, campaign  # noqa: E402

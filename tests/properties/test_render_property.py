@@ -21,7 +21,7 @@ from gemma4_lark.render.official import render_chat, strip_thinking
 from gemma4_lark.render.safety import UnsafeContentError, strip_controls
 
 from conftest import numbers_by_value
-from test_render_official import OPTIONS
+from conversations import OPTIONS
 
 def _refusal(error) -> str:
     """The kind of refusal, for hypothesis's statistics."""

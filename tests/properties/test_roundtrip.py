@@ -11,15 +11,14 @@ from gemma4_lark.render.official import render_chat
 from gemma4_lark.render.omp import render_transcript
 
 from conftest import load_jsonl
-from test_render_official import OPTIONS, _arguments, _name, _text, _tool, conversations
 from conftest import numbers_by_value
-from test_shared_data import MESSAGES, TOOLS
+from conversations import MESSAGES, OPTIONS, TOOLS, argument_objects, conversations, names, texts, tool_declarations
 
 
 def _object_tools():
     # a non-object `response` makes the template write a trailing comma (a template bug the
     # grammar rejects), so round trips use object responses
-    return st.lists(_tool.filter(lambda t: t["function"].get("response", {"type": "object"})["type"] == "object"), max_size=2,
+    return st.lists(tool_declarations.filter(lambda t: t["function"].get("response", {"type": "object"})["type"] == "object"), max_size=2,
                     unique_by=lambda t: t["function"]["name"])  # one declaration per name (tools.read_tools)
 
 
@@ -63,7 +62,7 @@ def test_omp_cases_read_back_and_render_again():
 
 
 @settings(max_examples=80)
-@given(st.lists(st.tuples(_text, _name, _arguments, st.one_of(_text, st.dictionaries(_name, st.integers(), max_size=2))),
+@given(st.lists(st.tuples(texts, names, argument_objects, st.one_of(texts, st.dictionaries(names, st.integers(), max_size=2))),
                 min_size=1, max_size=3))
 def test_omp_render_read_render(turns):
     messages = []

@@ -12,10 +12,11 @@ import sys
 import time
 
 import pytest
+from conftest import TESTS
 
 pty = pytest.importorskip("pty")
 
-HOSTILE = os.path.join(os.path.dirname(__file__), "targets", "hostile.py")
+HOSTILE = str(TESTS / "targets" / "hostile.py")
 
 
 def _run_on_a_terminal(argv, timeout=60.0):

@@ -4,7 +4,6 @@ kit, and the corpus files agree with their manifest and with the parser."""
 
 import json
 import shlex
-import pathlib
 import sys
 
 import pytest
@@ -13,8 +12,9 @@ from gemma4_lark.cli import main
 from gemma4_lark.conformance import CATEGORIES, check_manifest, categorize, export, target_cases
 from gemma4_lark.conformance.protocol import ProtocolError, read_answer, same
 from gemma4_incremental import conformance
+from conftest import REPO, TESTS
 
-PLANTED = pathlib.Path(__file__).parent / "targets" / "planted.py"
+PLANTED = TESTS / "targets" / "planted.py"
 SERVE = shlex.join([sys.executable, "-m", "gemma4_lark", "conformance", "serve"])  # any path, spaces too
 SMALL = ["--generated", "10", "--mutated", "10", "--shrink-seconds", "2", "--startup", "60"]
 
@@ -143,7 +143,7 @@ def test_export_copies_the_files_and_the_manifest(tmp_path):
 
 def _page_blocks(kind):
     import re
-    page = (pathlib.Path(__file__).parent.parent / "docs" / "conformance.md").read_text(encoding="utf-8")
+    page = (REPO / "docs" / "conformance.md").read_text(encoding="utf-8")
     return re.findall(rf"```{kind}\n(.*?)```", page, re.S)
 
 

@@ -8,7 +8,7 @@ from gemma4_lark.cli import main
 from gemma4_lark.conformance import target
 from gemma4_lark.conformance.summary import NAMED_CASES, NUMBER_WRITING, difference, summary
 from gemma4_incremental import conformance
-from test_conformance_hostile import hostile
+from conftest import hostile
 
 
 def _failure(case_id, category, expected_arguments=None, got_arguments=None, *, got=None, want_text="", got_text=""):

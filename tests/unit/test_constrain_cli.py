@@ -3,14 +3,14 @@ must be what is checked in (a changed grammar fails here until they are written 
 
 from __future__ import annotations
 
-import pathlib
 
 import pytest
 
 from gemma4_lark import constrain
 from gemma4_lark.cli import main
+from conftest import REPO
 
-EXPORTS = pathlib.Path(__file__).resolve().parent.parent / "docs" / "exports"
+EXPORTS = REPO / "docs" / "exports"
 FILES = {"llguidance": "{scope}.llguidance.lark", "lark": "{scope}.lark", "gbnf": "{scope}.gbnf",
          "xgrammar": "{scope}.xgrammar.ebnf"}
 

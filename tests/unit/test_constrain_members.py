@@ -26,6 +26,7 @@ from gemma4_lark.constrain._analysis import refs  # noqa: E402
 from gemma4_lark.constrain.dialects import to_llguidance  # noqa: E402
 from gemma4_lark.constrain.schema import SchemaError, tool_call_rules  # noqa: E402
 from gemma4_lark.tools import read_tool_choice, read_tools  # noqa: E402
+from conftest import TESTS
 
 D = '<|"|>'
 _VALUES = {"integer": ["1", "-7"], "string": [D + "s" + D], "boolean": ["true"], "any": ["[1]", "{a:2}", "null"]}
@@ -129,8 +130,7 @@ def test_llguidance_compiles_thousands_of_members_on_a_small_stack():
         thread.start()
         thread.join()
     """)
-    from pathlib import Path
-    done = subprocess.run([sys.executable, "-c", script, str(Path(__file__).parent)], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", script, str(TESTS)], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "compiled", (done.returncode, done.stdout, done.stderr[-500:])
 

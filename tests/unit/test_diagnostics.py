@@ -15,12 +15,11 @@ def test_line_index_agrees_with_line_and_column(source, offsets):
 
 # --- the one table of codes -----------------------------------------------------------------------
 import ast  # noqa: E402
-import pathlib  # noqa: E402
 import re  # noqa: E402
 
 from gemma4_lark.diagnostics import CODES, TOOL_CALL_ERROR_CODES, message  # noqa: E402
+from conftest import REPO  # noqa: E402
 
-_ROOT = pathlib.Path(__file__).resolve().parent.parent
 # The calls that write a finding with its code as a literal: Diagnostic(severity, code, ...), the
 # decoders' note(code, ...) and the reference's warn(code, ...), the schema reader's
 # _diagnostic([severity,] code, ...).
@@ -29,7 +28,7 @@ _CODE_ARGUMENT = {"Diagnostic": 1, "note": 0, "warn": 0, "_diagnostic": 0}
 
 def _written_codes() -> dict[str, str]:
     found = {}
-    for path in sorted(list((_ROOT / "gemma4_lark").rglob("*.py")) + list((_ROOT / "incremental").rglob("*.py"))):
+    for path in sorted(list((REPO / "gemma4_lark").rglob("*.py")) + list((REPO / "incremental").rglob("*.py"))):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not isinstance(node, ast.Call):
                 continue
@@ -47,7 +46,7 @@ def _written_codes() -> dict[str, str]:
 
 
 def _documented(page: str, section: str) -> set[str]:
-    text = (_ROOT / page).read_text(encoding="utf-8")
+    text = (REPO / page).read_text(encoding="utf-8")
     part = text.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
     codes = set()
     for line in part.splitlines():

@@ -15,6 +15,7 @@ from gemma4_lark import tokens
 from gemma4_lark.tools import ShapeError
 
 from stream_helpers import counter_ids
+from conftest import REPO
 
 OUTPUTS = [
     '<|channel>thought\nPlan.<channel|>On it.<|tool_call>call:get_weather{city:<|"|>Paris<|"|>,days:3}<tool_call|>',
@@ -246,11 +247,9 @@ def test_adapters_sit_above_the_streaming_layer_and_ship_in_the_wheel():
     """Nothing but the adapters imports them (so the rest never needs vLLM or SGLang), and the
     package ships them with SGLang's plugin entry point."""
     import ast
-    import pathlib
 
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
-    root = pathlib.Path(__file__).resolve().parent.parent
-    for folder in (root / "gemma4_lark", root / "incremental"):
+    for folder in (REPO / "gemma4_lark", REPO / "incremental"):
         for path in folder.rglob("*.py"):
             if "integrations" in path.parts:
                 continue
@@ -258,7 +257,7 @@ def test_adapters_sit_above_the_streaming_layer_and_ship_in_the_wheel():
                 names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                          else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
                 assert not [n for n in names if "integrations" in n], path
-    project = tomllib.loads((root / "pyproject.toml").read_text())
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert "gemma4_incremental.integrations" in project["tool"]["setuptools"]["packages"]
     assert project["project"]["entry-points"]["sglang.srt.plugins"] == {
         "gemma4-lark": "gemma4_incremental.integrations.sglang:register"}

@@ -2,7 +2,6 @@
 by accumulating the chunks with the official OpenAI SDK's own stream state."""
 
 import json
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -20,10 +19,10 @@ openai = pytest.importorskip("openai")
 from openai.lib.streaming.chat import ChatCompletionStreamState  # noqa: E402
 from openai.types.chat import ChatCompletionChunk  # noqa: E402
 from timing import Guard, guard_tests
+from conftest import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
-STREAMS = sorted((ROOT / "tests" / "conformance" / "streams").glob("*.json"))
-OMP_CASES = ROOT.parent / "shared" / "data" / "omp-stream-cases.jsonl"
+STREAMS = sorted((REPO / "tests" / "conformance" / "streams").glob("*.json"))
+OMP_CASES = REPO.parent / "shared" / "data" / "omp-stream-cases.jsonl"
 MODES = [{"stream_arguments": False}, {"stream_arguments": True}]
 CALL = '<|tool_call>call:get_weather{location:<|"|>Paris<|"|>,days:3}<tool_call|>'
 
@@ -406,7 +405,7 @@ def test_a_long_bare_word_keeps_the_argument_buffer_bounded():
 
 
 def test_serving_doc_examples_run():
-    text = (ROOT / "docs" / "serving.md").read_text(encoding="utf-8").split("\n## An agent loop", 1)[0]
+    text = (REPO / "docs" / "serving.md").read_text(encoding="utf-8").split("\n## An agent loop", 1)[0]
     blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
     assert len(blocks) >= 2  # each section may add its own
     for block in blocks:

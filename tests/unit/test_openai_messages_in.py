@@ -18,8 +18,7 @@ from gemma4_lark.render.safety import UnsafeContentError
 from gemma4_lark.render.shapes import ArgumentsError, ShapeError
 
 from official_reference import render_reference
-from test_render_official import OPTIONS, _key, _text, _tool, conversations
-from test_shared_data import MESSAGES, TOOLS
+from conversations import MESSAGES, OPTIONS, TOOLS, conversations, keys, texts, tool_declarations
 
 
 def _stringify(messages, dumps=json.dumps):
@@ -47,9 +46,9 @@ _number = st.integers() | st.integers(-10**40, 10**40) | st.floats(allow_nan=Fal
 _unicode = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="<>"), max_size=10) \
     | st.sampled_from(["ü", "日本語", "😀", "\u2028", "a\"b\\c", "\n\t", "\x00"])
 _scalar = st.none() | st.booleans() | _number | _unicode
-_value = st.recursive(_scalar, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_key, inner, max_size=3),
+_value = st.recursive(_scalar, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keys, inner, max_size=3),
                       max_leaves=12)
-_arguments = st.dictionaries(_key | _unicode.filter(bool), _value, max_size=5)
+_arguments = st.dictionaries(keys | _unicode.filter(bool), _value, max_size=5)
 
 
 def _with_arguments(messages, arguments):
@@ -66,7 +65,7 @@ def _with_arguments(messages, arguments):
 
 # --- string arguments render as the dicts they encode ------------------------------------------
 @settings(max_examples=150)
-@given(conversations(), st.lists(_arguments, max_size=3), st.none() | st.lists(_tool, max_size=2),
+@given(conversations(), st.lists(_arguments, max_size=3), st.none() | st.lists(tool_declarations, max_size=2),
        st.sampled_from(OPTIONS), st.sampled_from(["e2b", "31b"]), _layouts)
 def test_string_arguments_render_as_the_template_renders_the_dicts(messages, arguments, tools, options, variant,
                                                                      dumps):

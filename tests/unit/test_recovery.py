@@ -15,6 +15,7 @@ from gemma4_lark.recovery import decode_call
 
 from conftest import shared_cases
 from stream_helpers import assert_tiles, run
+from conftest import REPO, TESTS
 
 
 def test_recovery_is_independent_of_the_grammar():
@@ -52,7 +53,7 @@ def test_decode_call_agrees_with_parse_call_on_grammar_generated_blocks(block):
 
 
 def test_decode_call_agrees_on_the_valid_corpus():
-    corpus = pathlib.Path(__file__).parent / "conformance" / "valid"
+    corpus = TESTS / "conformance" / "valid"
     checked = 0
     for path in sorted(corpus.glob("call-*.gemma")):
         text = path.read_text(encoding="utf-8")
@@ -136,6 +137,6 @@ def test_real_world_case(case):
 
 
 def test_real_world_decisions_are_documented():
-    doc = (pathlib.Path(__file__).parent.parent / "docs" / "leniency.md").read_text(encoding="utf-8")
+    doc = (REPO / "docs" / "leniency.md").read_text(encoding="utf-8")
     for case_id in NOT_REPRODUCED:
         assert case_id in doc, case_id

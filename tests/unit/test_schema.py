@@ -4,7 +4,6 @@ validation, unknown tools, tool_choice, error codes, and the schema-gated string
 import ast
 import re
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -17,8 +16,8 @@ from gemma4_lark.schema import registry
 from gemma4_lark.tools import ShapeError
 
 from stream_helpers import counter_ids
+from conftest import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
 D = '<|"|>'
 
 
@@ -314,7 +313,7 @@ _CODE_AT = {"ToolCallError": 8, "BlockError": 2}
 
 
 def _tool_call_error_constructions():
-    for path in list((ROOT / "gemma4_lark").rglob("*.py")) + list((ROOT / "incremental").rglob("*.py")):
+    for path in list((REPO / "gemma4_lark").rglob("*.py")) + list((REPO / "incremental").rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) in _CODE_AT:
@@ -334,7 +333,7 @@ def test_every_construction_of_a_tool_call_error_sets_a_code():
 
 
 def test_the_documented_codes_are_the_codes():
-    text = (ROOT / "docs" / "schema.md").read_text(encoding="utf-8")
+    text = (REPO / "docs" / "schema.md").read_text(encoding="utf-8")
     section = text.split("## Error codes", 1)[1].split("\n## ", 1)[0]
     documented = set(re.findall(r"^\| `([a-z-]+)` \|", section, re.M))
     assert documented == TOOL_CALL_ERROR_CODES
