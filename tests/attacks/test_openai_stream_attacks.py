@@ -1,4 +1,6 @@
-"""Attacks on OpenAIStream from the issue-10 review: each test failed before its fix."""
+"""Attacks on OpenAIStream: a string argument past `max_block_chars` keeps memory bounded, the
+streaming invariants hold for hostile outputs under every chunking, and a `reasoning_field` that
+names one of a delta's own keys is refused. Each test failed before its fix."""
 
 import json
 import tracemalloc

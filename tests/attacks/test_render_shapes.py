@@ -59,7 +59,7 @@ def test_official_refuses_a_malformed_shape_naming_the_field(messages, tools, fi
 
 
 OMP = [
-    # (string content is OpenAI's shape, which render_transcript converts: tests/test_openai_messages_in.py)
+    # (string content is OpenAI's shape, which render_transcript converts: tests/unit/test_openai_messages_in.py)
     ([{"role": "assistant", "content": 5}], r"messages\[0\]\.content: must be an array"),
     ([{"role": "user", "content": 5}], r"messages\[0\]\.content: must be"),
     ([{"role": "user", "content": [5]}], r"messages\[0\]\.content\[0\]: must be an object"),

@@ -22,7 +22,7 @@ def test_hand_picked_conversation(variant, options):
 
 def test_string_arguments_render_as_the_object_where_the_template_raises():
     # OpenAI sends arguments as a JSON string; the template refuses one, render_chat decodes it
-    # (tests/test_openai_messages_in.py)
+    # (tests/unit/test_openai_messages_in.py)
     messages = [{"role": "user", "content": "x"}, {"role": "assistant", "tool_calls": [
         {"id": "a", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}]}]
     with pytest.raises(jinja2.TemplateError):

@@ -1,6 +1,6 @@
 """The hand-written oracle (gemma4_lark.reference) against the grammar's parser, block by block.
 Its agreement with `StreamParser(strict=True)`, stream by stream, is
-tests/test_reference_differential.py."""
+tests/differential/test_reference_vs_stream.py."""
 
 import ast
 import importlib

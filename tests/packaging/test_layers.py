@@ -235,7 +235,7 @@ def test_no_top_level_incremental_module_is_installed(tmp_path):
 
 
 # Annotations that name Lark's own types: the modules import Lark only when they use it (the
-# serving path never loads it, tests/test_import_cost.py), so these resolve only where Lark is
+# serving path never loads it, tests/packaging/test_import_cost.py), so these resolve only where Lark is
 # imported already; every other annotation resolves with typing.get_type_hints.
 _LARK_ANNOTATED = {("gemma4_lark.errors", "_viable"), ("gemma4_lark.errors", "from_lark"),
                    ("gemma4_lark.grammar", "build"), ("gemma4_lark.grammar", "canonical_tables")}

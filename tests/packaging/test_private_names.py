@@ -19,7 +19,7 @@ _PUBLIC_UNDERSCORED = {"_replace", "_asdict", "_fields", "_make", "_value_", "_n
 
 
 # Private names of Lark and CPython's `re` that the grammar's tooling reads: in gemma4_lark/_compat.py
-# only, which tests/test_compat.py runs at the lowest and the newest Lark (so that no new use slips
+# only, which tests/packaging/test_compat.py runs at the lowest and the newest Lark (so that no new use slips
 # in unseen, and a release that moves one breaks one module).
 _COMPAT = "_compat.py"
 _THIRD_PARTY_PRIVATE = {

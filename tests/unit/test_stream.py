@@ -98,7 +98,7 @@ def test_call_inside_unclosed_thinking_ends_the_thinking():
 
 
 def test_opener_without_its_label_is_no_thought_when_strict():
-    # (not strict, an unlabelled channel is a thought: tests/test_stray_markup.py); strict, it is
+    # (not strict, an unlabelled channel is a thought: tests/attacks/test_stray_markup.py); strict, it is
     # stray markup, and what follows it text
     out = parse_output("<|channel>thought\nx<channel|>a <|channel> b", strict=True)
     assert out.text == "a  b" and out.thinking == ["x"]
