@@ -1,3 +1,5 @@
+"""gemma4_lark.constrain.ir: `seq` and `choice` flatten nested sequences and choices."""
+
 from gemma4_lark.constrain.ir import Choice, Literal, Ref, Seq, Special, choice, seq
 
 

@@ -1,3 +1,7 @@
+"""gemma4_lark.family: which format a model id names (Gemma 4, the Gemma 3 family's tool_code, or
+neither), the renderers refusing a Gemma 3 model, and `demote_thinking` turning thoughts into
+`<think>` text."""
+
 import pytest
 
 from gemma4_lark.family import WrongModelFamilyError, format_for_model

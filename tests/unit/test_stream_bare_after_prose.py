@@ -11,7 +11,7 @@ from gemma4_incremental.openai import to_openai_message
 from gemma4_lark import tokens
 
 from stream_helpers import assert_tiles, counter_ids, merged, run, split_every
-from test_stream_tokens import FakeTokenizer
+from fake_tokenizer import FakeTokenizer
 
 D = tokens.STRING_DELIMITER
 CLOSE = tokens.TOOL_CALL_CLOSE

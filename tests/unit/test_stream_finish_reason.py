@@ -12,7 +12,7 @@ from gemma4_incremental.openai import OpenAIStream
 from gemma4_lark import tokens
 
 from stream_helpers import assert_tiles, counter_ids, split_every
-from test_stream_tokens import FakeTokenizer
+from fake_tokenizer import FakeTokenizer
 
 D = tokens.STRING_DELIMITER
 COMPLETE = f'<|tool_call>call:search{{query:{D}say "hello" and bye{D},n:[1,{{a:2}}]}}'

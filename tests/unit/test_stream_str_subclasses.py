@@ -79,7 +79,7 @@ def test_parse_output_takes_a_subclass_on_its_express_path(monkeypatch):
 
 
 def test_token_mode_entry_points_take_a_subclass():
-    from test_stream_tokens import TOK, deltas
+    from fake_tokenizer import TOK, deltas
 
     steps = deltas(TOK.encode(OUTPUT), 3)
     want = []
@@ -136,7 +136,7 @@ def test_what_is_no_str_is_still_a_type_error(value):
     for entry in entries:
         with pytest.raises(TypeError, match=f"must be str, not {type(value).__name__}"):
             entry()
-    from test_stream_tokens import TOK
+    from fake_tokenizer import TOK
 
     with pytest.raises(TypeError, match="must be str"):
         StreamParser.for_tokenizer(TOK).feed(value, token_ids=[1])
