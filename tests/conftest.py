@@ -125,6 +125,7 @@ def numbers_by_value(value):
 # by timing.guard_tests: each times its work at n and 16n, and its quadratic twin), and the modules
 # and tests below (subprocesses, builds, whole campaigns, exports checked by llguidance).
 FAST_EXAMPLES = 10
+# By file name, whatever the folder (no two test files share one: packaging/test_layout.py).
 SLOW = [
     "test_packaging.py::test_wheel_installs_and_parses",  # builds the wheel, installs it in a new venv
     "test_packaging.py::test_the_documented_install_serves_requests_with_tools_beside_vllms_pins",
