@@ -33,10 +33,9 @@ check: $(STAMP)
 # inlined path), so Lark's own parser builds the values and the stream scans every chunk. The
 # differential tests then compare each accelerator, called by name, with that plain path; the
 # stream and parser tests must pass on it unchanged. CI runs it after `make test`.
-PLAIN_TESTS := tests/test_accelerators.py tests/test_lean_driver.py tests/test_fastpath.py tests/test_express.py \
-	tests/test_stream_block_jump.py tests/test_stream_inlined_feed.py tests/test_reference.py \
-	tests/test_reference_differential.py tests/test_stream_unclosed_strings.py \
-	tests/test_stream.py tests/test_grammar.py tests/test_errors.py tests/test_values.py
+PLAIN_TESTS := $(addprefix tests/differential/,test_accelerators.py test_lean_driver.py test_fastpath.py \
+	test_express.py test_stream_block_jump.py test_stream_inlined_feed.py test_reference.py test_reference_vs_stream.py) \
+	$(addprefix tests/unit/,test_stream_unclosed_strings.py test_stream.py test_grammar.py test_errors.py test_values.py)
 test-plain: $(STAMP)
 	GEMMA4_LARK_ACCELERATORS=0 $(BIN)/python -m pytest -q $(PYTEST_WORKERS) $(PLAIN_TESTS)
 
@@ -79,7 +78,7 @@ docs: $(STAMP)
 # The parser tables and the terminals the package carries (gemma4_lark/tables.json, terminals.json),
 # regenerated from the grammar when they are stale, for the latest Lark and the minimum one (each
 # venv writes its own version's tables);
-# tests/test_cache_tables.py fails until they are.
+# tests/packaging/test_cache_tables.py fails until they are.
 tables: $(STAMP) $(MIN_STAMP)
 	$(BIN)/python -c 'from gemma4_lark import grammar; raise SystemExit(grammar.main())'
 	$(MIN_VENV)/bin/python -c 'from gemma4_lark import grammar; raise SystemExit(grammar.main())'

@@ -12,7 +12,7 @@ largest size as a multiple of the input (tracemalloc in process; the child's pea
 CPU seconds (the child's, for the CLI), best of 3 below 256K characters, else of --repeat runs.
 
 A row whose run takes longer than --budget seconds stops growing (marked `>budget`): that is the
-sign of a super-linear path. Prints figures; asserts nothing. `tests/test_complexity.py` runs a
+sign of a super-linear path. Prints figures; asserts nothing. `tests/complexity/test_complexity.py` runs a
 small subset of the same table as a test.
 """
 

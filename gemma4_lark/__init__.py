@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 # Imported when first asked: the renderers and the grammar exports load Lark, which parsing
-# well-formed output never needs (tests/test_import_cost.py).
+# well-formed output never needs (tests/packaging/test_import_cost.py).
 __getattr__ = _module_getattr(__name__, lazy={
     "ArgumentsError": "gemma4_lark.render.shapes:ArgumentsError",
     "ShapeError": "gemma4_lark.render.shapes:ShapeError",

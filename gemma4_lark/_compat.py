@@ -6,11 +6,11 @@ lexer's one regex per state, the parse-tree builder's callbacks and the bare LAL
 lean driver, which restates that loop on Lark's own tables). CPython's regex parser reads a
 pattern into items (the lexer forms of the grammar's patterns, the spec pages' words, the
 constrained-decoding translation). None of these is promised to stay: each is read here only, so
-that a Lark or Python release that moves one breaks one module, and tests/test_compat.py, run at
+that a Lark or Python release that moves one breaks one module, and tests/packaging/test_compat.py, run at
 the lowest and the newest Lark the project supports, says which.
 
 Lark is imported only when one of these is asked for: the serving path loads no Lark (see
-tests/test_import_cost.py).
+tests/packaging/test_import_cost.py).
 """
 
 from __future__ import annotations

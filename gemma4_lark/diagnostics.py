@@ -20,7 +20,7 @@ class Code(NamedTuple):
 _LENIENCY = "docs/leniency.md"  # its table of recoveries
 _SCHEMA = "docs/schema.md"      # its error codes and the diagnostic codes it adds
 
-# Every code a Diagnostic carries (tests/test_diagnostics.py checks that the packages write no
+# Every code a Diagnostic carries (tests/unit/test_diagnostics.py checks that the packages write no
 # other, and that each page's table lists its codes and no more).
 CODES: dict[str, Code] = {
     **{code: Code(_LENIENCY) for code in (

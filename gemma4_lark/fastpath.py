@@ -29,7 +29,7 @@ How (each pattern below is one of the grammar's terminals, read from it, never r
    Infinity; a repeated key when the caller asks for the duplicate-key report; and, for memory, a
    big block of many short strings.
 
-tests/test_fastpath.py checks by differential fuzzing (canonical, mutated, hostile and
+tests/differential/test_fastpath.py checks by differential fuzzing (canonical, mutated, hostile and
 grammar-generated blocks) that every block this path takes decodes exactly as the LALR path
 decodes it, and that it takes the typical ones.
 """

@@ -20,7 +20,7 @@ exception (position, expected terminals, parser state) is what error messages ar
 `parse_with_lark` is the plain path the driver restates: Lark's own LALR parser (its lexer, its
 loop, its parse-tree builder's rules for `_rule`, `?rule` and filtered terminals) calling the same
 builder as an inline transformer. It runs instead of the driver when the accelerators are off
-(`gemma4_lark.accelerators`), and tests/test_lean_driver.py checks that both build the same
+(`gemma4_lark.accelerators`), and tests/differential/test_lean_driver.py checks that both build the same
 values, and fail at the same place, on input generated from the grammar.
 """
 

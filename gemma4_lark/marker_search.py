@@ -9,7 +9,7 @@ where it is dense (HTML), each `<` costs a step of Python (about 0.15 µs, some 
 of the text to `str.find` as soon as it is not (`ahead`): never much slower than `str.find`
 alone, and on a 20 KB string with a few dozen `<` about 4 times faster.
 
-Each function returns exactly what the `str` method it names returns; tests/test_marker_search.py
+Each function returns exactly what the `str` method it names returns; tests/differential/test_marker_search.py
 checks them against those methods on random texts.
 """
 

@@ -14,7 +14,7 @@ the first occurrence of L (the possessive loop takes exactly the characters that
 and gives none back, as the lazy one would never have taken one past it). Backtracking into X is
 unchanged. The rewrite is derived from the pattern's own parse, not written per terminal; any
 pattern it cannot prove of that shape is left as it is, and on Python 3.10 every pattern is.
-tests/test_grammar.py checks the rewritten patterns match exactly as the grammar's do, from every
+tests/unit/test_grammar.py checks the rewritten patterns match exactly as the grammar's do, from every
 start, and in constant memory.
 """
 

@@ -1,5 +1,5 @@
 """The block jump: the rest of a call block taken in one step (an accelerator; switched off by
-`GEMMA4_LARK_ACCELERATORS=0`, proven by tests/test_stream_block_jump.py).
+`GEMMA4_LARK_ACCELERATORS=0`, proven by tests/differential/test_stream_block_jump.py).
 
 When a chunk holds the rest of an open block through its `<tool_call|>` and nothing in between
 needs the scan (no marker but string delimiters, each opened where a key or a value begins and
@@ -80,7 +80,7 @@ def block_rest_end(pattern: re.Pattern, strict: bool, data: str, i: int) -> tupl
     character of the strings (about 0.5 ns each): the `<`s one by one, found by memchr, while
     that is ahead (marker_search.ahead); then the pattern, from the last place in the structure.
     The delimiters found so are what the block's decoders would look for again: they are handed
-    on. tests/test_stream_block_jump.py checks both ways give the same end on random blocks."""
+    on. tests/differential/test_stream_block_jump.py checks both ways give the same end on random blocks."""
     n = len(data)
     if n - i < marker_search.SHORT:
         found = pattern.match(data, i)

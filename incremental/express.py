@@ -15,7 +15,7 @@ inside a thought, a bare call the stream would guess, a block that is not one ca
 StreamParser's. Its pieces are StreamParser's own: the state table's markers and transitions, the
 block-rest pattern, the head decision (`call_name`), the block decision. Call ids are asked of the
 parser's id factory only once the whole output is taken, one per block in order, as the stream
-asks. tests/test_express.py checks by differential fuzzing that every output it takes gives
+asks. tests/differential/test_express.py checks by differential fuzzing that every output it takes gives
 exactly StreamParser's events, ids included.
 
 With the accelerators off (`gemma4_lark.accelerators`), `events` takes nothing: parse_output

@@ -8,13 +8,16 @@ import json
 import math
 import os
 import pathlib
+import shlex
+import sys
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 from gemma4_lark import accelerators
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+TESTS = pathlib.Path(__file__).resolve().parent  # the helpers and data folders beside the test folders
+REPO = TESTS.parent
 SHARED_DATA = pathlib.Path(os.environ.get("GEMMA4_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 # `ci`, the default, is derandomized: every run of a commit draws the same examples (seeded from each
@@ -45,6 +48,11 @@ def minimum_versions() -> dict[str, str]:
             name, version = line.split("==")
             pins[name.strip()] = version.strip()
     return pins
+
+
+def hostile(*args) -> str:
+    """The command line of tests/targets/hostile.py, a conformance target that misbehaves as `args` say."""
+    return shlex.join([sys.executable, str(TESTS / "targets" / "hostile.py"), *map(str, args)])
 
 
 def shared_file(*parts) -> pathlib.Path:
@@ -117,6 +125,7 @@ def numbers_by_value(value):
 # by timing.guard_tests: each times its work at n and 16n, and its quadratic twin), and the modules
 # and tests below (subprocesses, builds, whole campaigns, exports checked by llguidance).
 FAST_EXAMPLES = 10
+# By file name, whatever the folder (no two test files share one: packaging/test_layout.py).
 SLOW = [
     "test_packaging.py::test_wheel_installs_and_parses",  # builds the wheel, installs it in a new venv
     "test_packaging.py::test_the_documented_install_serves_requests_with_tools_beside_vllms_pins",

@@ -294,7 +294,7 @@ def grammar_of(rules: Mapping[str, ir.Expr], start: str) -> ir.Grammar:
     """The grammar of the rules `start` uses, its `structure` named (the rules that write the
     format's punctuation, `{ } [ ] , :`, themselves), and all of them `marks_apart`: each mark
     is a literal of its own (`marks_apart`), and every other literal a scalar, a key or a
-    string's text. tests/test_constrain_greedy.py checks that llguidance's greedy-lexer check
+    string's text. tests/properties/test_constrain_greedy.py checks that llguidance's greedy-lexer check
     finds nothing to undo in them, over random schemas."""
     used = _reachable(rules, start)
     punctuation = shared_pieces().punctuation_chars

@@ -18,7 +18,7 @@ from .scalars import LITERALS, MAX_INT_DIGITS, looks_numeric, read_number
 __all__ = ["Abandon", "Decoder", "MAX_NOTES", "WS"]
 
 _DELIM = tokens.STRING_DELIMITER
-WS = " \t\r\n"  # the WS terminal's characters (no grammar code here: tests/test_recovery.py)
+WS = " \t\r\n"  # the WS terminal's characters (no grammar code here: tests/unit/test_recovery.py)
 # A bare key that is anything else means the member split went wrong (an undelimited string
 # with commas and colons): the decoder gives up rather than invent arguments.
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-$@")

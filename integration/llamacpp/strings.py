@@ -84,7 +84,7 @@ def corpus_lists(scope: str) -> dict[str, list[str]]:
 
 
 def wrong_in_one_place(tools: list[dict]) -> st.SearchStrategy:
-    """Calls made wrong in one place, as tests/test_constrain_tools_llguidance.py makes them: an
+    """Calls made wrong in one place, as tests/properties/test_constrain_tools_llguidance.py makes them: an
     undeclared name, a required member dropped, an undeclared member, a value of the wrong type."""
     @st.composite
     def some(draw):

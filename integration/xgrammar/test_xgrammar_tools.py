@@ -1,4 +1,4 @@
-"""The tool-schema properties of tests/test_constrain_tools_llguidance.py, run by
+"""The tool-schema properties of tests/properties/test_constrain_tools_llguidance.py, run by
 `xgrammar.GrammarMatcher` on `constrain.grammar("xgrammar", tools=...)` and on
 `constrain.structural_tag(...)` compiled by xgrammar itself; and how xgrammar's built-in
 `gemma_4` structural tag differs on the same tools (compare_builtin.py prints a summary)."""

@@ -1,5 +1,5 @@
 """Conformance targets that misbehave in ways a parser should not break the kit with
-(tests/test_conformance_hostile.py). Each answers as this project's parser would, except:
+(tests/attacks/test_conformance_hostile.py). Each answers as this project's parser would, except:
 
     python hostile.py surrogate        the text ends in a lone surrogate escape (an emoji cut in half)
     python hostile.py overflow         the first call's arguments hold 1e999

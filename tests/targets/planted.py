@@ -1,4 +1,4 @@
-"""A conformance target with one planted bug (tests/test_conformance_run.py): this project's parser,
+"""A conformance target with one planted bug (tests/unit/test_conformance_run.py): this project's parser,
 as `gemma4-lark conformance serve` runs it, wrong in one way.
 
     python planted.py BUG     BUG: none, calls, arguments, text, accepts-invalid, crash, raises, timeout, protocol

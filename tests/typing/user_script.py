@@ -1,4 +1,4 @@
-"""A user's script over the public API, type-checked with `mypy --strict` by tests/test_typing.py.
+"""A user's script over the public API, type-checked with `mypy --strict` by tests/packaging/test_typing.py.
 
 `assert_type` pins what the public annotations promise: an annotation loosened to `list`, `dict`
 or nothing (`Any`) fails the check. The script also runs, so what it asserts is true.
