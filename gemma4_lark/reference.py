@@ -35,13 +35,13 @@ from .events import (
 from .error_base import Gemma4Error
 
 _DELIMITER = tokens.STRING_DELIMITER
-_BLANKS = " \t\r\n"  # the grammar's insignificant whitespace: ASCII only
+BLANKS = " \t\r\n"  # the grammar's insignificant whitespace: ASCII only
 _LETTERS_DIGITS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 _NAME_CHARS = frozenset(_LETTERS_DIGITS + "_.:-")    # a tool's name (MCP-style `server:tool` too)
 _KEY_CHARS = frozenset(_LETTERS_DIGITS + "_.$@-")    # a bare key
 _DIGITS = frozenset("0123456789")
-_NOT_IN_WORD = frozenset(_BLANKS + ",{}[]\"'")       # what a bare word's characters are not
-_AFTER_NUMBER = frozenset(_BLANKS + ",}]<")          # what may follow a number (or nothing)
+_NOT_IN_WORD = frozenset(BLANKS + ",{}[]\"'")       # what a bare word's characters are not
+_AFTER_NUMBER = frozenset(BLANKS + ",}]<")          # what may follow a number (or nothing)
 _MARKUP_NAME = frozenset("abcdefghijklmnopqrstuvwxyz_")
 _LITERALS = {"true": True, "false": False, "null": None, "None": None, "none": None}
 _ESCAPE = "<escape>"  # FunctionGemma's string delimiter: inside a bare word it is text, reported
@@ -105,7 +105,7 @@ class _BlockReader:
 
     def skip_blanks(self) -> None:
         text, n, i = self.text, self.n, self.i
-        while i < n and text[i] in _BLANKS:
+        while i < n and text[i] in BLANKS:
             i += 1
         self.i = i
 
@@ -297,7 +297,7 @@ class _BlockReader:
         text, n, start = self.text, self.n, self.i
         last = i = start
         while i < n:
-            if text[i] in _BLANKS:
+            if text[i] in BLANKS:
                 i += 1
             elif self.word_char(i):
                 last = i
@@ -497,10 +497,10 @@ class ReferenceScanner:
             block.decided = len(block.head) >= _HEAD_WINDOW
             return
         block.decided = True
-        words = block.head[len(tokens.TOOL_CALL_OPEN):brace].strip(_BLANKS)
+        words = block.head[len(tokens.TOOL_CALL_OPEN):brace].strip(BLANKS)
         if not words.startswith(tokens.CALL_KEYWORD):
             return
-        name = words[len(tokens.CALL_KEYWORD):].strip(_BLANKS)
+        name = words[len(tokens.CALL_KEYWORD):].strip(BLANKS)
         if name and all(c in _NAME_CHARS for c in name):
             block.head_end = block.start + brace + 1
             events.append(ToolCallStart(block.id, self.calls, name, (block.start, block.head_end)))

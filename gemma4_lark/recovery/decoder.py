@@ -35,7 +35,7 @@ _BRACE_BEFORE_CALL = re.compile(r"\}[ \t\r\n]*call[ \t\r\n]*:")
 _KEY = re.compile(r"[A-Za-z0-9_.\-$@]+")  # the characters of _KEY_CHARS
 _PLAIN_START = frozenset("0123456789")
 _QUOTE_START = frozenset("<\"'")  # a key that is not bare: `<|"|>...`, `"..."`, `'...'`
-_COMMA_OR_WS = frozenset(", \t\r\n")
+_COMMA_OR_WS = frozenset("," + WS)
 _KEY_END = re.compile(r"[:=,})\]]")
 _QUOTED_BODY = {q: re.compile(r"[^%s\\]*(?:\\.[^%s\\]*)*" % (q, q), re.S) for q in "\"'"}
 # Diagnostics kept per call; beyond, one `more-diagnostics` entry spans the rest (memory stays a

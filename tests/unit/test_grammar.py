@@ -276,3 +276,14 @@ def test_the_lean_driver_lexes_with_the_lexer_forms():
             for p in patterns:
                 if f"(?P<{name}>" in p:
                     assert f"(?P<{name}>{fast.pattern})" in p
+
+
+def test_the_independent_decoders_blanks_are_the_grammars():
+    # One home for the whitespace set: grammar.whitespace(), read from the WS terminal. The two
+    # decoders written apart from the grammar code (SPEC section 4: the lenient decoder; the
+    # design card: the hand-written oracle) keep their own copy on purpose, so that comparing them
+    # with the grammar means something; here each copy is held to the grammar's set.
+    from gemma4_lark import grammar, reference
+    from gemma4_lark.recovery import decoder
+
+    assert set(decoder.WS) == set(reference.BLANKS) == set(grammar.whitespace()) == set(" \t\r\n")
