@@ -21,6 +21,20 @@ def run(chunks, cls=StreamParser, **options):
     return events
 
 
+def run_tokens(steps, tokenizer, **options):
+    """All events of `steps` ((text, token ids) deltas) fed to a parser reading `tokenizer`'s ids."""
+    parser = StreamParser.for_tokenizer(tokenizer, id_factory=counter_ids(), **options)
+    events = []
+    for text, ids in steps:
+        events.extend(parser.feed(text, token_ids=ids))
+    return events + parser.flush()
+
+
+def run_text(text, **options):
+    """All events of `text` fed whole to a fresh parser, with reproducible ids."""
+    return run([text], **options)
+
+
 merged = merge_deltas  # the library's own
 
 

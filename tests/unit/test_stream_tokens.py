@@ -17,7 +17,8 @@ from gemma4_incremental.output import merge_deltas
 from gemma4_lark import tokens
 from gemma4_lark.render.safety import CONTROL
 from timing import Guard, guard_tests
-from stream_helpers import assert_tiles, counter_ids
+import stream_helpers
+from stream_helpers import assert_tiles, counter_ids, run_text
 from fake_tokenizer import TOK, FakeTokenizer, deltas
 
 
@@ -37,16 +38,7 @@ SAMPLES = [
 
 
 def run_tokens(steps, tokenizer=TOK, **options):
-    parser = StreamParser.for_tokenizer(tokenizer, id_factory=counter_ids(), **options)
-    events = []
-    for text, ids in steps:
-        events.extend(parser.feed(text, token_ids=ids))
-    return events + parser.flush()
-
-
-def run_text(text, **options):
-    parser = StreamParser(id_factory=counter_ids(), **options)
-    return parser.feed(text) + parser.flush()
+    return stream_helpers.run_tokens(steps, tokenizer, **options)
 
 
 def message(events):

@@ -14,7 +14,7 @@ from gemma4_incremental.openai import OpenAIStream, to_openai_message
 from gemma4_incremental import collect
 from gemma4_incremental.output import merge_deltas
 from gemma4_lark import tokens
-from stream_helpers import assert_tiles, counter_ids
+from stream_helpers import assert_tiles, counter_ids, run_text, run_tokens
 
 REPLACEMENT = "\ufffd"
 
@@ -106,17 +106,6 @@ def joined(steps, sizes):
     return out
 
 
-def run_tokens(steps, tokenizer, **options):
-    parser = StreamParser.for_tokenizer(tokenizer, id_factory=counter_ids(), **options)
-    events = []
-    for text, ids in steps:
-        events.extend(parser.feed(text, token_ids=ids))
-    return events + parser.flush()
-
-
-def run_text(text, **options):
-    parser = StreamParser(id_factory=counter_ids(), **options)
-    return parser.feed(text) + parser.flush()
 
 
 def sent_text(tokenizer, ids, skip_special_tokens=False):
