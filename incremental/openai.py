@@ -34,7 +34,8 @@ from typing import Any, Sequence
 from gemma4_lark.events import Event, Text, ThinkingDelta, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart
 from .arguments import ArgumentStream
 from .output import to_openai_message, tool_call_error_entry
-from .parser import StreamParser, plain_str
+from ._inputs import plain_str
+from .parser import StreamParser
 from .pieces import COMPACT_EVERY, Pieces
 
 __all__ = ["OpenAIStream", "to_openai_message", "tool_call_error_entry"]

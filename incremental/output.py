@@ -11,7 +11,8 @@ from gemma4_lark import accelerators
 from gemma4_lark.diagnostics import Diagnostic
 from gemma4_lark.events import Event, Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError
 from . import express
-from .parser import StreamParser, plain_str
+from ._inputs import plain_str
+from .parser import StreamParser
 
 
 def parse_stream(chunks: Iterable[str], **options: Any) -> Iterator[Event]:

@@ -19,10 +19,11 @@ from gemma4_lark.schema.registry import ToolRegistry
 
 from . import _prompt_state, _states
 from ._block import COMPACT_EVERY
+from ._inputs import plain_str
 from ._machine import StreamMachine
 from .token_ids import TokenMarkers
 
-__all__ = ["STOPPED", "StreamParser", "default_id_factory", "plain_str"]
+__all__ = ["STOPPED", "StreamParser", "default_id_factory"]
 
 # The finish reason of a model that ended its turn (OpenAI's; vLLM, SGLang and llama.cpp's servers
 # send it when the stop token, which they strip from the text, was generated).
@@ -31,14 +32,6 @@ STOPPED = "stop"
 _TEXT, _THOUGHT, _UNLABELLED_THOUGHT, _CALL, _STRING, _DONE, _PROSE = (
     _states.TEXT, _states.THOUGHT, _states.UNLABELLED_THOUGHT, _states.CALL, _states.STRING, _states.DONE,
     _states.PROSE)
-
-
-def plain_str(value: Any, what: str = "chunks") -> str:
-    """`value` as a str of Python's own type: a subclass (lark's Token, a caller's own) read once
-    at an entry point, so nothing after it meets one; else TypeError naming `what`."""
-    if isinstance(value, str):
-        return str.__str__(value)  # (not str(): a subclass may say something else in __str__)
-    raise TypeError(f"{what} must be str, not {type(value).__name__}")
 
 
 def default_id_factory() -> str:

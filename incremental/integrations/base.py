@@ -21,7 +21,8 @@ from gemma4_lark.schema.registry import compile_tools
 from gemma4_lark.tools import read_tool_choice
 from ..openai import OpenAIStream, to_openai_message
 from ..output import parse_output
-from ..parser import StreamParser, plain_str
+from .._inputs import plain_str
+from ..parser import StreamParser
 from ..token_ids import TokenMarkers
 
 __all__ = [
