@@ -378,6 +378,7 @@ class StreamMachine:
                 block.oversized = True
                 block.pieces = [block.text()[:self.limit]]
             raw = block.text()
+            block.pieces = []  # the joined text is the block now: its pieces beside it would double the peak
             if block.oversized:
                 outcomes = decide_block(raw, self.policy, size=self.block.size)
             else:
