@@ -164,7 +164,7 @@ def _is_slow(item) -> bool:
 # waits long for the other at the end. CPU seconds of the full run, measured on the 2-core VM; a stale
 # entry costs balance, never a result.
 LONGEST_FIRST = [
-    "test_complexity.py",  # ~55 s
+    "test_complexity.py",  # ~40 s
     "test_packaging.py",  # builds and installs wheels: ~30 s of CPU, more of waiting
     "test_fastpath.py", "test_openai.py",  # ~45 s each
     "test_constrain_export.py", "test_stray_markup.py", "test_openai_complexity.py", "test_fuzz_campaigns.py",
