@@ -34,7 +34,7 @@ from typing import Any, Sequence
 from gemma4_lark.events import Event, Text, ThinkingDelta, ThinkingStart, ToolCallEnd, ToolCallError, ToolCallStart
 from .arguments import ArgumentStream
 from .output import to_openai_message, tool_call_error_entry
-from ._inputs import plain_str
+from ._inputs import plain_finish_reason, plain_str
 from .parser import StreamParser
 from .pieces import COMPACT_EVERY, Pieces
 
@@ -207,8 +207,7 @@ class OpenAIStream:
         `TypeError` for a `finish_reason` not a str or None."""
         if self._finished:
             return []
-        if finish_reason is not None and type(finish_reason) is not str:
-            finish_reason = plain_str(finish_reason, "finish_reason")  # a str enum reads as its value
+        finish_reason = plain_finish_reason(finish_reason)
         self._finished = True
         events = self._parser_feed("")
         chunks = self._chunks(events + self.parser.flush(finish_reason), "", self._fed)

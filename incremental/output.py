@@ -11,7 +11,7 @@ from gemma4_lark import accelerators
 from gemma4_lark.diagnostics import Diagnostic
 from gemma4_lark.events import Event, Stop, Text, ThinkingDelta, ThinkingEnd, ThinkingStart, ToolCallEnd, ToolCallError
 from . import express
-from ._inputs import plain_str
+from ._inputs import plain_finish_reason, plain_str
 from .parser import StreamParser
 
 
@@ -134,8 +134,7 @@ def parse_output(text: str, *, finish_reason: str | None = None, **options: Any)
     when `text` is not a str (a str subclass is read as a str), for an unknown option, and what
     StreamParser raises for malformed `tools`; problems in the text are in the result's `errors`,
     calls' diagnostics and `diagnostics`."""
-    if finish_reason is not None and type(finish_reason) is not str:  # (checked on both paths)
-        finish_reason = plain_str(finish_reason, "finish_reason")  # a str enum reads as its value
+    finish_reason = plain_finish_reason(finish_reason)
     if type(text) is not str:
         text = plain_str(text, "text")
     parser = StreamParser(**options)

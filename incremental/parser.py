@@ -19,7 +19,7 @@ from gemma4_lark.schema.registry import ToolRegistry
 
 from . import _prompt_state, _states
 from ._block import COMPACT_EVERY
-from ._inputs import plain_str
+from ._inputs import plain_finish_reason, plain_str
 from ._machine import StreamMachine
 from .token_ids import TokenMarkers
 
@@ -278,8 +278,7 @@ class StreamParser:
         stream ended with complete arguments is a recovered call (`missing-closer`), as it is
         before a `<turn|>` (not strict). "length", anything else, or None: it may have been cut
         off, so it stays a `tool_call_error` (docs/streaming.md#which-blocks-are-calls)."""
-        if finish_reason is not None and type(finish_reason) is not str:
-            finish_reason = plain_str(finish_reason, "finish_reason")  # a str enum reads as its value
+        finish_reason = plain_finish_reason(finish_reason)
         machine = self._machine
         if machine.state is _DONE:
             return []
